@@ -1,0 +1,89 @@
+"""Key and value layout of the LMDB log.
+
+Named databases:
+
+- ``headers``: seq -> chain(32) | commitment(32) | header bytes; never rewritten
+- ``payloads``: seq -> salt(32) | payload bytes; erasable
+- ``streams``: stream -> last version (8 bytes)
+- ``stream_index``: stream | 0x00 | version(8) -> seq(8)
+- ``event_ids``: event id -> seq(8)
+- ``meta``: head seq, head hash, head time, format version
+
+Integers in keys are 8-byte big-endian so that byte order is numeric order.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from .chain import GENESIS, HASH_SIZE
+
+__all__ = [
+    "DB_NAMES",
+    "EVENT_IDS",
+    "FORMAT_VERSION",
+    "HEADERS",
+    "META",
+    "PAYLOADS",
+    "STREAMS",
+    "STREAM_INDEX",
+    "HeadState",
+    "read_head_state",
+    "seq_key",
+    "seq_of_key",
+    "stream_key",
+    "write_head_state",
+]
+
+HEADERS = b"headers"
+PAYLOADS = b"payloads"
+STREAMS = b"streams"
+STREAM_INDEX = b"stream_index"
+EVENT_IDS = b"event_ids"
+META = b"meta"
+DB_NAMES = (HEADERS, PAYLOADS, STREAMS, STREAM_INDEX, EVENT_IDS, META)
+FORMAT_VERSION = 1
+
+_U64 = struct.Struct(">Q")
+seq_key = _U64.pack
+
+
+def seq_of_key(key: bytes | memoryview) -> int:
+    """Decode an 8-byte big-endian key."""
+    return int(_U64.unpack(key)[0])
+
+
+def stream_key(stream: str, version: int) -> bytes:
+    """Key of the stream index."""
+    return stream.encode() + b"\x00" + _U64.pack(version)
+
+
+class HeadState:
+    """The head as kept in ``meta``: seq, chain hash and time."""
+
+    __slots__ = ("hash", "seq", "time")
+
+    def __init__(self, seq: int, hash_: bytes, time: int) -> None:
+        self.seq = seq
+        self.hash = hash_
+        self.time = time
+
+
+def read_head_state(txn: Any, meta: Any) -> HeadState:
+    """Read the head from ``meta`` (an empty log has seq 0 and the genesis hash)."""
+    seq = txn.get(b"head_seq", db=meta)
+    if seq is None:
+        return HeadState(0, GENESIS, 0)
+    hash_ = bytes(txn.get(b"head_hash", db=meta))
+    time = seq_of_key(txn.get(b"head_time", db=meta))
+    return HeadState(seq_of_key(seq), hash_[:HASH_SIZE], time)
+
+
+def write_head_state(txn: Any, meta: Any, state: HeadState) -> None:
+    """Store the head in ``meta``."""
+    txn.put(b"head_seq", seq_key(state.seq), db=meta)
+    txn.put(b"head_hash", state.hash, db=meta)
+    txn.put(b"head_time", seq_key(state.time), db=meta)
+    if txn.get(b"format", db=meta) is None:
+        txn.put(b"format", seq_key(FORMAT_VERSION), db=meta)

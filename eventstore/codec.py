@@ -1,0 +1,130 @@
+"""Encoding and decoding of headers and payloads, plus schema upcasters.
+
+Payloads are msgpack maps (field names kept, so fields can be added); headers
+are msgpack arrays. Encoders and decoders are built once, here.
+
+Upcasters rewrite an old payload shape into the next version. They are keyed by
+``(tag, version)`` and run in a chain until the current version is reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from .envelope import Header
+from .errors import CorruptionError, InvalidEventError, SizeLimitError
+from .events import EVENT_TYPES, SCHEMA_VERSIONS, Event
+
+__all__ = [
+    "decode_header",
+    "decode_payload",
+    "encode_header",
+    "encode_payload",
+    "register_upcaster",
+    "validate_payload",
+]
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+_encoder = msgspec.msgpack.Encoder()
+_header_decoder = msgspec.msgpack.Decoder(Header)
+_event_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
+_any_decoder = msgspec.msgpack.Decoder()
+_upcasters: dict[tuple[str, int], Upcaster] = {}
+
+
+def encode_header(header: Header) -> bytes:
+    """Encode an envelope."""
+    return _encoder.encode(header)
+
+
+def encode_payload(event: Event) -> bytes:
+    """Encode an event payload."""
+    return _encoder.encode(event)
+
+
+def decode_header(data: bytes | memoryview, seq: int | None = None) -> Header:
+    """Decode an envelope; raise :class:`CorruptionError` on bad bytes."""
+    try:
+        return _header_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptionError(f"header of seq {seq} does not decode: {exc}", seq=seq) from None
+
+
+def decode_payload(data: bytes | memoryview, header: Header) -> Event:
+    """Decode a payload, upcasting it if it was written by an older schema."""
+    try:
+        if header.schema_version == SCHEMA_VERSIONS.get(header.type, 1):
+            event = _event_decoder.decode(data)
+        else:
+            event = _upcast(data, header)
+    except msgspec.DecodeError as exc:
+        raise CorruptionError(
+            f"payload of seq {header.seq} does not decode: {_describe(exc)}", seq=header.seq
+        ) from None
+    if event.__struct_config__.tag != header.type:
+        raise CorruptionError(
+            f"payload of seq {header.seq} has a type that differs from its header",
+            seq=header.seq,
+        )
+    return event
+
+
+def validate_payload(event: object, max_bytes: int) -> bytes:
+    """Check an event fully (types and constraints) and return its encoding.
+
+    msgspec constructors skip constraint checks, so the encoded bytes are
+    decoded once with the validating decoder.
+    """
+    if type(event) not in _EVENT_CLASSES:
+        raise InvalidEventError(f"{type(event).__name__} is not an event of the catalogue")
+    try:
+        data = _encoder.encode(event)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidEventError(f"{type(event).__name__} cannot be encoded: {exc}") from None
+    if len(data) > max_bytes:
+        raise _too_large(event, len(data), max_bytes)
+    try:
+        _event_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        tag = event.__struct_config__.tag  # type: ignore[attr-defined]
+        raise InvalidEventError(f"invalid {tag} event: {_describe(exc)}") from None
+    return data
+
+
+def register_upcaster(tag: str, from_version: int, fn: Upcaster) -> None:
+    """Register ``fn`` to rewrite ``tag`` payloads of ``from_version`` into the next."""
+    if tag not in EVENT_TYPES:
+        raise InvalidEventError(f"unknown event type {tag!r}")
+    _upcasters[(tag, from_version)] = fn
+
+
+def _upcast(data: bytes | memoryview, header: Header) -> Event:
+    raw = _any_decoder.decode(data)
+    if not isinstance(raw, dict):
+        raise msgspec.DecodeError("payload is not a map")
+    version = header.schema_version
+    target = SCHEMA_VERSIONS.get(header.type, 1)
+    while version < target:
+        step = _upcasters.get((header.type, version))
+        if step is None:
+            raise msgspec.DecodeError(f"no upcaster for {header.type} v{version}")
+        raw = step(raw)
+        version += 1
+    return msgspec.convert(raw, EVENT_TYPES[header.type])
+
+
+def _too_large(event: object, size: int, limit: int) -> SizeLimitError:
+    tag = event.__struct_config__.tag  # type: ignore[attr-defined]
+    return SizeLimitError(f"{tag} payload is {size} bytes; the limit is {limit} bytes")
+
+
+def _describe(exc: msgspec.DecodeError) -> str:
+    # msgspec messages name the field path and the expected type, not the value.
+    return str(exc)
+
+
+_EVENT_CLASSES = frozenset(EVENT_TYPES.values())

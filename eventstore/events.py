@@ -1,0 +1,318 @@
+"""The event catalogue: every fact memlog records, in the past tense.
+
+Each event is a frozen msgspec Struct with a dotted ``type`` tag. Events are the
+*payload* of a log record: the content-bearing part, stored apart from the
+envelope and erasable. Times are integer microseconds since the Unix epoch, UTC.
+
+Evolution rules: add fields only at the end and with defaults, never reuse a
+tag, never reorder fields. Bump ``SCHEMA_VERSIONS[tag]`` and register an
+upcaster (see :mod:`eventstore.codec`) when an old shape must be rewritten.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "ENTRY_KINDS",
+    "EVENT_TYPES",
+    "SCHEMA_VERSIONS",
+    "DecayApplied",
+    "DecisionDetails",
+    "DeletionCriteria",
+    "DeletionRequested",
+    "Details",
+    "EntriesAccessed",
+    "EntriesDeleted",
+    "EntryChanges",
+    "EntryKind",
+    "EntryRecorded",
+    "EntryRedacted",
+    "EntryUpdated",
+    "Event",
+    "FindingDetails",
+    "MemoryForgotten",
+    "MemorySaved",
+    "MessageDetails",
+    "PreferenceDetails",
+    "PurgeCompleted",
+    "RetentionApplied",
+    "SessionArchived",
+    "SessionCompacted",
+    "SessionRestored",
+    "SessionStarted",
+    "SessionUpdated",
+    "TaskDetails",
+]
+
+Id = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")]
+Text = Annotated[str, Meta(min_length=1)]
+Label = Annotated[str, Meta(min_length=1, max_length=200)]
+Micros = Annotated[int, Meta(ge=0)]
+Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
+EntryKind = Literal[
+    "message", "decision", "finding", "lesson", "preference",
+    "task", "handoff", "summary", "project",
+]
+ENTRY_KINDS: Final[tuple[str, ...]] = (
+    "message", "decision", "finding", "lesson", "preference",
+    "task", "handoff", "summary", "project",
+)
+Role = Literal["user", "assistant", "system", "tool"]
+Level = Literal["low", "medium", "high", "critical"]
+
+
+# --- per-kind details of an entry -------------------------------------------
+
+class MessageDetails(msgspec.Struct, frozen=True, gc=False, tag="message", tag_field="kind"):
+    """Conversation context of a message (seed 000)."""
+
+    topic: Label | None = None
+    parent_id: Id | None = None
+    conversation_id: Id | None = None
+
+
+class DecisionDetails(msgspec.Struct, frozen=True, gc=False, tag="decision", tag_field="kind"):
+    """Why a decision was made and who approved it (seed 000)."""
+
+    rationale: str | None = None
+    alternatives: tuple[str, ...] = ()
+    impact: Level | None = None
+    made_by: Label | None = None
+    approved_by: tuple[Label, ...] = ()
+
+
+class FindingDetails(msgspec.Struct, frozen=True, gc=False, tag="finding", tag_field="kind"):
+    """Severity, evidence and status of a finding (seed 000)."""
+
+    severity: Level | None = None
+    category: Label | None = None
+    evidence: str | None = None
+    recommendation: str | None = None
+    status: Literal["open", "in_progress", "resolved", "wont_fix"] = "open"
+
+
+class PreferenceDetails(msgspec.Struct, frozen=True, gc=False, tag="preference", tag_field="kind"):
+    """A user-scoped preference: key, value, category and confidence."""
+
+    key: Label
+    value: str
+    category: Label | None = None
+    confidence: Unit | None = None
+
+
+class TaskDetails(msgspec.Struct, frozen=True, gc=False, tag="task", tag_field="kind"):
+    """Whether a task is done."""
+
+    done: bool = False
+
+
+Details: TypeAlias = MessageDetails | DecisionDetails | FindingDetails | PreferenceDetails | TaskDetails
+
+
+class EntryChanges(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """Fields changed by an update; ``None`` means unchanged."""
+
+    status: Literal["open", "in_progress", "resolved", "wont_fix"] | None = None
+    done: bool | None = None
+    importance: Unit | None = None
+    tags: tuple[Label, ...] | None = None
+
+
+class DeletionCriteria(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """What a deletion request selects; ids and filters, never content."""
+
+    ids: tuple[Id, ...] = ()
+    session_id: Id | None = None
+    user_id: Id | None = None
+    kinds: tuple[EntryKind, ...] = ()
+    tags: tuple[Label, ...] = ()
+    before: Micros | None = None
+    after: Micros | None = None
+    include_derived: bool = True
+
+
+# --- the catalogue ------------------------------------------------------------
+
+class SessionStarted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.started"):
+    """A session began for a user with a set of agents."""
+
+    session_id: Id
+    user_id: Id | None = None
+    agent_ids: tuple[Id, ...] = ()
+    tags: tuple[Label, ...] = ()
+    metadata: dict[str, str] = {}
+    channel: Label | None = None
+
+
+class SessionUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.updated"):
+    """A session's agents, tags or metadata changed."""
+
+    session_id: Id
+    agent_ids: tuple[Id, ...] | None = None
+    tags: tuple[Label, ...] | None = None
+    metadata: dict[str, str] | None = None
+
+
+class SessionArchived(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.archived"):
+    """A session was archived and leaves default search and context."""
+
+    session_id: Id
+    reason: str | None = None
+
+
+class SessionRestored(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.restored"):
+    """An archived session was restored."""
+
+    session_id: Id
+
+
+class EntryRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.recorded"):
+    """An entry (message, decision, finding, ...) was recorded."""
+
+    entry_id: Id
+    kind: EntryKind
+    content: Text
+    occurred_at: Micros
+    session_id: Id | None = None
+    user_id: Id | None = None
+    agent_id: Id | None = None
+    role: Role | None = None
+    tags: tuple[Label, ...] = ()
+    importance: Unit | None = None
+    derived_from: tuple[Id, ...] = ()
+    details: Details | None = None
+    redactions: dict[str, int] = {}
+
+
+class EntryUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.updated"):
+    """Some fields of an entry changed: a task done, a finding's status."""
+
+    entry_id: Id
+    changes: EntryChanges
+
+
+class MemorySaved(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="memory.saved"):
+    """A user explicitly asked memlog to remember something under a key."""
+
+    user_id: Id
+    key: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,63}\Z")]
+    content: Text
+    memory_id: Id
+    session_id: Id | None = None
+    redactions: dict[str, int] = {}
+
+
+class MemoryForgotten(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="memory.forgotten"):
+    """A user memory was forgotten by key."""
+
+    user_id: Id
+    key: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,63}\Z")]
+    memory_id: Id
+
+
+class EntriesAccessed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entries.accessed"):
+    """Entries were returned to a reader; feeds the decay access boost."""
+
+    entry_ids: tuple[Id, ...]
+    at: Micros
+
+
+class DecayApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="decay.applied"):
+    """Decay parameters in force from ``as_of`` on."""
+
+    as_of: Micros
+    rates: dict[str, Annotated[float, Meta(ge=0.0)]]
+    floor: Unit = 0.1
+    access_boost: Annotated[float, Meta(ge=0.0)] = 0.1
+    importance_boost: Annotated[float, Meta(ge=0.0)] = 0.2
+
+
+class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.redacted"):
+    """Spans were removed from an entry; the original payload was erased."""
+
+    entry_id: Id
+    target_seq: Annotated[int, Meta(ge=1)]
+    spans: dict[str, int]
+    reason: Text
+    requested_by: Id
+    content: str | None = None
+    details: Details | None = None
+
+
+class DeletionRequested(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="deletion.requested"):
+    """Someone asked for entries to be forgotten."""
+
+    request_id: Id
+    criteria: DeletionCriteria
+    reason: Text
+    requested_by: Id
+
+
+class EntriesDeleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entries.deleted"):
+    """The tombstone: these entries and log payloads were erased."""
+
+    request_id: Id
+    entry_ids: tuple[Id, ...]
+    erased_seqs: tuple[Annotated[int, Meta(ge=1)], ...]
+    counts_by_kind: dict[str, int] = {}
+
+
+class PurgeCompleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="purge.completed"):
+    """Deleted content was physically rewritten out of every file."""
+
+    request_ids: tuple[Id, ...]
+    files_rewritten: tuple[str, ...]
+    bytes_scanned: Annotated[int, Meta(ge=0)]
+    verified: bool
+    seconds: Annotated[float, Meta(ge=0.0)] = 0.0
+
+
+class SessionCompacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.compacted"):
+    """Low-relevance entries of a session were folded into a summary."""
+
+    session_id: Id
+    policy: Label
+    removed_entry_ids: tuple[Id, ...]
+    summary_entry_id: Id | None
+    bytes_before: Annotated[int, Meta(ge=0)]
+    bytes_after: Annotated[int, Meta(ge=0)]
+
+
+class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="retention.applied"):
+    """Per-kind retention ran as of a time, as deletion request ``request_id``."""
+
+    as_of: Micros
+    policy: dict[str, Annotated[int, Meta(ge=0)]]
+    request_id: Id | None = None
+
+
+Event: TypeAlias = (
+    SessionStarted
+    | SessionUpdated
+    | SessionArchived
+    | SessionRestored
+    | EntryRecorded
+    | EntryUpdated
+    | MemorySaved
+    | MemoryForgotten
+    | EntriesAccessed
+    | DecayApplied
+    | EntryRedacted
+    | DeletionRequested
+    | EntriesDeleted
+    | PurgeCompleted
+    | SessionCompacted
+    | RetentionApplied
+)
+
+EVENT_TYPES: Final[dict[str, type[Event]]] = {
+    cls.__struct_config__.tag: cls
+    for cls in Event.__args__
+}
+
+# The current schema version of each event type; bump with an upcaster.
+SCHEMA_VERSIONS: Final[dict[str, int]] = dict.fromkeys(EVENT_TYPES, 1)

@@ -1,0 +1,225 @@
+"""The public face of the event log: validation in front of a backend."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import msgspec
+
+from .backend import LogBackend, PreparedAppend, PurgeReport
+from .codec import validate_payload
+from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
+from .errors import InvalidEventError, InvalidInputError
+from .events import SCHEMA_VERSIONS, Event
+from .lmdb_backend import LmdbBackend
+from .timeutil import to_micros
+
+__all__ = ["EventLog", "LogBatch", "LogSettings"]
+
+_STREAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}\Z")
+_EVENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_ACTOR = re.compile(r"[^\x00-\x1f\x7f]{1,200}\Z")
+
+
+class LogSettings(msgspec.Struct, frozen=True):
+    """Settings of the event log."""
+
+    max_payload_bytes: int = 1 << 20
+    sync: bool = True
+    purge_lock_timeout: float = 30.0
+
+
+class EventLog:
+    """An append-only, hash-chained, erasable log of events.
+
+    Use ``with EventLog.open(path) as log:``. Every method validates its input
+    before anything is written; an invalid call raises a :class:`MemlogError`
+    and leaves the log unchanged.
+    """
+
+    def __init__(self, backend: LogBackend, settings: LogSettings) -> None:
+        self.backend = backend
+        self.settings = settings
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], settings: LogSettings | None = None) -> Self:
+        """Open (creating if missing) the LMDB log in directory ``path``."""
+        settings = settings or LogSettings()
+        return cls(LmdbBackend(Path(path), sync=settings.sync), settings)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the log (idempotent)."""
+        self.backend.close()
+
+    # -- writes -----------------------------------------------------------
+
+    def append(
+        self, stream: str, events: Sequence[Event], *, actor: str,
+        expected_version: int | None = None, event_ids: Sequence[str] | None = None,
+        causation_id: str | None = None, correlation_id: str | None = None,
+    ) -> AppendResult:
+        """Append ``events`` to ``stream`` atomically.
+
+        Raises:
+            ConcurrencyError: the stream is not at ``expected_version``.
+            DuplicateEventError: an event id was used by a different append.
+            InvalidEventError, SizeLimitError: the input is invalid.
+        """
+        request = AppendRequest(stream, events, actor, expected_version, event_ids,
+                                causation_id, correlation_id)
+        return self.append_many([request])[0]
+
+    def append_many(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
+        """Append several requests (any streams) in one transaction."""
+        prepared = [self._prepare(r) for r in requests]
+        if not prepared:
+            return []
+        return self.backend.append(prepared)
+
+    @contextmanager
+    def batch(self) -> Iterator[LogBatch]:
+        """Collect appends and write them in one transaction at the end."""
+        batch = LogBatch()
+        yield batch
+        batch.results = self.append_many(batch.requests)
+
+    def erase(
+        self, seqs: Sequence[int], tombstone: Event, *, stream: str, actor: str,
+        expected_version: int | None = None, event_id: str | None = None,
+    ) -> AppendResult:
+        """Delete the payloads of ``seqs`` and append ``tombstone``, atomically."""
+        clean = sorted(set(seqs))
+        if not clean or any(type(s) is not int or s < 1 for s in clean):
+            raise InvalidInputError("erase needs one or more positive seqs")
+        request = AppendRequest(stream, [tombstone], actor, expected_version,
+                                None if event_id is None else [event_id], erases=clean)
+        return self.append_many([request])[0]
+
+    def purge(self) -> PurgeReport:
+        """Physically rewrite the log so erased payloads leave no bytes behind."""
+        return self.backend.purge(self.settings.purge_lock_timeout)
+
+    # -- reads ------------------------------------------------------------
+
+    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[RecordedEvent]:
+        """Stream records by seq (inclusive bounds)."""
+        return self.backend.read(from_seq, to_seq)
+
+    def read_stream(self, stream: str, from_version: int = 1) -> Iterator[RecordedEvent]:
+        """Stream one stream's records in version order."""
+        _check_stream(stream)
+        return self.backend.read_stream(stream, from_version)
+
+    def get(self, seq: int) -> RecordedEvent:
+        """One record; its payload is checked against its commitment."""
+        return self.backend.get(seq)
+
+    def stream_version(self, stream: str) -> int:
+        """The stream's last version (0 if it does not exist)."""
+        _check_stream(stream)
+        return self.backend.stream_version(stream)
+
+    def seq_of(self, event_id: str) -> int | None:
+        """The seq at which an event id was appended, if any."""
+        return self.backend.seq_of(event_id)
+
+    def seq_at(self, time: datetime | str | int) -> int:
+        """The last seq recorded at or before ``time`` (0 if none)."""
+        return self.backend.seq_at(to_micros(time))
+
+    def head(self) -> Head:
+        """The head: last seq, chain hash, time and generation."""
+        return self.backend.head()
+
+    def verify(self) -> VerifyResult:
+        """Walk the chain; ``ok`` is False with ``first_bad_seq`` on tampering."""
+        return self.backend.verify()
+
+    # -- validation -------------------------------------------------------
+
+    def _prepare(self, req: AppendRequest) -> PreparedAppend:
+        _check_stream(req.stream)
+        if not isinstance(req.actor, str) or not _ACTOR.match(req.actor):
+            raise InvalidEventError("actor must be 1-200 printable characters")
+        _check_expected(req.expected_version)
+        events = list(req.events)
+        if not events:
+            raise InvalidEventError(f"an append to {req.stream} needs at least one event")
+        if req.erases and len(events) != 1:
+            raise InvalidEventError("an erasing append carries exactly one tombstone event")
+        payloads = tuple(validate_payload(e, self.settings.max_payload_bytes) for e in events)
+        types = tuple(e.__struct_config__.tag for e in events)
+        ids, client = _event_ids(req.event_ids, len(events))
+        for optional in (req.causation_id, req.correlation_id):
+            if optional is not None:
+                _check_id(optional, "causation/correlation id")
+        return PreparedAppend(
+            stream=req.stream, types=types,  # type: ignore[arg-type]
+            schema_versions=tuple(SCHEMA_VERSIONS[t] for t in types),  # type: ignore[index]
+            payloads=payloads, event_ids=ids, client_ids=client, actor=req.actor,
+            expected_version=req.expected_version, causation_id=req.causation_id,
+            correlation_id=req.correlation_id, erases=tuple(req.erases),
+        )
+
+
+class LogBatch:
+    """Appends collected by :meth:`EventLog.batch`; results after the block."""
+
+    def __init__(self) -> None:
+        self.requests: list[AppendRequest] = []
+        self.results: list[AppendResult] = []
+
+    def append(self, stream: str, events: Sequence[Event], *, actor: str,
+               expected_version: int | None = None,
+               event_ids: Sequence[str] | None = None) -> None:
+        """Queue one append for the batch's transaction."""
+        self.requests.append(AppendRequest(stream, events, actor, expected_version, event_ids))
+
+
+def _check_stream(stream: object) -> None:
+    if not isinstance(stream, str) or not _STREAM.match(stream):
+        raise InvalidEventError(
+            f"invalid stream id {stream!r}: use letters, digits and . _ : @ - (max 200)"
+        )
+
+
+def _check_id(value: object, what: str) -> None:
+    if not isinstance(value, str) or not _EVENT_ID.match(value):
+        raise InvalidEventError(f"invalid {what} {value!r}: use letters, digits and . _ : @ -")
+
+
+def _check_expected(expected: object) -> None:
+    if expected is None:
+        return
+    if type(expected) is not int or expected < 0:
+        raise InvalidEventError(f"expected_version must be None or an int >= 0, not {expected!r}")
+
+
+def _event_ids(given: Sequence[str] | None, count: int) -> tuple[tuple[str, ...], bool]:
+    if given is None:
+        raw = os.urandom(16 * count).hex()
+        return tuple(raw[i * 32 : (i + 1) * 32] for i in range(count)), False
+    ids = tuple(given)
+    if len(ids) != count:
+        raise InvalidEventError(f"{len(ids)} event ids given for {count} events")
+    for eid in ids:
+        _check_id(eid, "event id")
+    if len(set(ids)) != len(ids):
+        raise InvalidEventError("event ids within one append must be distinct")
+    return ids, True

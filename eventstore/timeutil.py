@@ -1,0 +1,62 @@
+"""Times in memlog: integer microseconds since the Unix epoch, UTC.
+
+Inputs are ISO 8601 strings *with* a zone (``2026-01-11T10:00:00Z``), aware
+datetimes, or integers (already microseconds). Naive times are refused: an
+audit trail cannot guess a zone.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from .errors import InvalidInputError
+
+__all__ = ["format_micros", "now_micros", "parse_time", "to_micros"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def now_micros() -> int:
+    """The wall clock, in microseconds (for the write side only)."""
+    return time.time_ns() // 1000
+
+
+def parse_time(text: str) -> int:
+    """Parse an ISO 8601 time with a zone into microseconds."""
+    raw = text.strip()
+    try:
+        value = datetime.fromisoformat(raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw)
+    except ValueError:
+        raise InvalidInputError(
+            f"invalid time {text!r}: use ISO 8601 with a zone, e.g. 2026-01-11T10:00:00Z"
+        ) from None
+    return to_micros(value)
+
+
+def to_micros(value: datetime | str | int) -> int:
+    """Normalise a time given as a datetime, an ISO string or microseconds."""
+    if isinstance(value, bool):
+        raise InvalidInputError("a time cannot be a boolean")
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidInputError(f"time {value} is before 1970")
+        return value
+    if isinstance(value, str):
+        return parse_time(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidInputError("a time must carry a zone (e.g. 2026-01-11T10:00:00Z)")
+        delta = value - _EPOCH
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        if micros < 0:
+            raise InvalidInputError("times before 1970 are not supported")
+        return micros
+    raise InvalidInputError(f"a time must be an ISO string, a datetime or an int, not {type(value).__name__}")
+
+
+def format_micros(micros: int) -> str:
+    """Format microseconds as ISO 8601 UTC with a ``Z``."""
+    seconds, rest = divmod(micros, 1_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{rest:06d}Z" if rest else f"{stamp}Z"

@@ -1,0 +1,3 @@
+"""Read models rebuilt from the event log."""
+
+__all__: list[str] = []
