@@ -5,6 +5,8 @@
 ...     log.append("session:s1", [SessionStarted(session_id="s1")], actor="cli")
 """
 
+from ._fs import wipe_tree
+from ._lmdb_env import RetiredError, SharedEnv, open_shared_env, release_shared_env
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import register_upcaster
 from .envelope import AppendRequest, AppendResult, Head, Header, RecordedEvent, VerifyResult
@@ -30,6 +32,7 @@ from .events import (
     SCHEMA_VERSIONS,
     DecayApplied,
     DecisionDetails,
+    DeletedRef,
     DeletionCriteria,
     DeletionRequested,
     Details,
@@ -57,6 +60,7 @@ from .events import (
 )
 from .lmdb_backend import LmdbBackend
 from .log import EventLog, LogBatch, LogSettings
+from .purge import purge_env
 from .timeutil import format_micros, now_micros, parse_time, to_micros
 
 __all__ = [
@@ -70,6 +74,7 @@ __all__ = [
     "CorruptionError",
     "DecayApplied",
     "DecisionDetails",
+    "DeletedRef",
     "DeletionCriteria",
     "DeletionRequested",
     "Details",
@@ -105,12 +110,14 @@ __all__ = [
     "PurgeReport",
     "RecordedEvent",
     "RetentionApplied",
+    "RetiredError",
     "SessionArchived",
     "SessionArchivedError",
     "SessionCompacted",
     "SessionRestored",
     "SessionStarted",
     "SessionUpdated",
+    "SharedEnv",
     "SizeLimitError",
     "StorageError",
     "StorageFullError",
@@ -118,7 +125,11 @@ __all__ = [
     "VerifyResult",
     "format_micros",
     "now_micros",
+    "open_shared_env",
     "parse_time",
+    "purge_env",
     "register_upcaster",
+    "release_shared_env",
     "to_micros",
+    "wipe_tree",
 ]

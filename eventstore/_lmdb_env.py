@@ -17,10 +17,18 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from ._fs import MaintenanceLock, ensure_private_dir, read_int_file, storage_error
-from .errors import MemlogError
+from ._fs import MaintenanceLock, ensure_private_dir, read_int_file, storage_error, write_int_file
+from .errors import MemlogError, StorageError
 
-__all__ = ["SharedEnv", "open_shared_env"]
+__all__ = ["RETIRED", "RetiredError", "SharedEnv", "open_shared_env", "release_shared_env"]
+
+RETIRED = -1
+
+
+class RetiredError(StorageError):
+    """The environment was replaced (a rebuild swapped in a new one)."""
+
+    code = "E_STORE_REPLACED"
 
 T = TypeVar("T")
 
@@ -80,9 +88,18 @@ class SharedEnv:
     def operation(self) -> Iterator[Any]:
         """Hold the maintenance lock shared; reopen if a purge swapped files."""
         with self.lock.shared():
-            if self.env is None or read_int_file(self.path / "generation") != self.generation:
+            generation = read_int_file(self.path / "generation")
+            if generation == RETIRED:
+                raise RetiredError(f"{self.path} was replaced by a rebuild; reopen the store")
+            if self.env is None or generation != self.generation:
                 self.reopen()
             yield self.env
+
+    def retire(self, timeout: float) -> None:
+        """Mark the environment replaced (under the exclusive lock) and close it."""
+        with self.lock.exclusive(timeout):
+            write_int_file(self.path / "generation", RETIRED)
+            self.close_env()
 
     def write(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(txn)`` in one write transaction; grow the map when full."""

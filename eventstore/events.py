@@ -22,6 +22,7 @@ __all__ = [
     "SCHEMA_VERSIONS",
     "DecayApplied",
     "DecisionDetails",
+    "DeletedRef",
     "DeletionCriteria",
     "DeletionRequested",
     "Details",
@@ -239,8 +240,16 @@ class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag
     spans: dict[str, int]
     reason: Text
     requested_by: Id
-    content: str | None = None
-    details: Details | None = None
+    redacted: EntryRecorded | None = None
+
+
+class DeletedRef(msgspec.Struct, frozen=True, gc=False):
+    """What a tombstone keeps of a deleted item: ids, kind and where it was recorded."""
+
+    entry_id: Id
+    kind: Label
+    recorded_seq: Annotated[int, Meta(ge=1)]
+    session_id: Id | None = None
 
 
 class DeletionRequested(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="deletion.requested"):
@@ -259,6 +268,7 @@ class EntriesDeleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     entry_ids: tuple[Id, ...]
     erased_seqs: tuple[Annotated[int, Meta(ge=1)], ...]
     counts_by_kind: dict[str, int] = {}
+    refs: tuple[DeletedRef, ...] = ()
 
 
 class PurgeCompleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="purge.completed"):

@@ -1,3 +1,51 @@
-"""Read models rebuilt from the event log."""
+"""Read models rebuilt from the event log: views, search and decay.
 
-__all__: list[str] = []
+A projection is a pure function of the log (see :mod:`projections.reducers` and
+:mod:`projections._search_apply`); :class:`Projections` owns the I/O, the
+checkpoints and rebuilds.
+"""
+
+from ._view_read import ViewReader
+from .decay import access_score, decay_factor, importance_of, relevance
+from .models import (
+    AccessView,
+    DecayParams,
+    DeletionRecord,
+    EntryView,
+    MemoryView,
+    RedactionInfo,
+    SessionStats,
+    SessionView,
+    TombstoneInfo,
+)
+from .query import SearchHit, SearchQuery, run_search, score, tokens
+from .runner import Projections
+from .search import SearchIndex, searchable_text
+from .views import VIEW_DBS, ViewStore
+
+__all__ = [
+    "VIEW_DBS",
+    "AccessView",
+    "DecayParams",
+    "DeletionRecord",
+    "EntryView",
+    "MemoryView",
+    "Projections",
+    "RedactionInfo",
+    "SearchHit",
+    "SearchIndex",
+    "SearchQuery",
+    "SessionStats",
+    "SessionView",
+    "TombstoneInfo",
+    "ViewReader",
+    "ViewStore",
+    "access_score",
+    "decay_factor",
+    "importance_of",
+    "relevance",
+    "run_search",
+    "score",
+    "searchable_text",
+    "tokens",
+]

@@ -1,0 +1,97 @@
+"""Key layout of the views environment and temporal lookups.
+
+A temporal database keys each entity version by ``entity | 0x00 | seq(8)``.
+The version written at seq ``s`` is current until the next version's seq, so
+"as of seq k" is the last key of the entity at or before ``k``: one cursor seek.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = [
+    "MAX_SEQ",
+    "SEP",
+    "all_versions",
+    "latest_version",
+    "prefix_items",
+    "time_key",
+    "u64",
+    "unpack_u64",
+    "version_key",
+]
+
+SEP = b"\x00"
+MAX_SEQ = (1 << 64) - 1
+_U64 = struct.Struct(">Q")
+u64 = _U64.pack
+
+
+def unpack_u64(raw: bytes | memoryview) -> int:
+    """Decode an 8-byte big-endian integer."""
+    return int(_U64.unpack(raw)[0])
+
+
+def version_key(entity: str, seq: int) -> bytes:
+    """Key of one entity version."""
+    return entity.encode() + SEP + u64(seq)
+
+
+def time_key(*parts: str | int) -> bytes:
+    """A composite key: strings joined by 0x00, integers as 8 bytes."""
+    out = bytearray()
+    for i, part in enumerate(parts):
+        if i:
+            out += SEP
+        out += u64(part) if isinstance(part, int) else part.encode()
+    return bytes(out)
+
+
+def latest_version(txn: Any, db: Any, entity: str, as_of: int | None) -> bytes | None:
+    """The value of the entity's last version at or before ``as_of`` (None: current)."""
+    prefix = entity.encode() + SEP
+    cursor = txn.cursor(db=db)
+    bound = prefix + u64(MAX_SEQ if as_of is None else as_of)
+    if cursor.set_range(bound):
+        key = cursor.key()
+        if bytes(key) == bound:
+            return bytes(cursor.value())
+        if not cursor.prev():
+            return None
+    elif not cursor.last():
+        return None
+    key = bytes(cursor.key())
+    if key[: len(prefix)] != prefix or len(key) != len(prefix) + 8:
+        return None
+    return bytes(cursor.value())
+
+
+def all_versions(txn: Any, db: Any, entity: str) -> Iterator[tuple[int, bytes]]:
+    """Every version of an entity, oldest first, as ``(seq, value)``."""
+    prefix = entity.encode() + SEP
+    for key, value in prefix_items(txn, db, prefix):
+        if len(key) == len(prefix) + 8:
+            yield unpack_u64(key[len(prefix):]), value
+
+
+def prefix_items(txn: Any, db: Any, prefix: bytes, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+    """Items whose key starts with ``prefix`` (keys and values as bytes)."""
+    cursor = txn.cursor(db=db)
+    if reverse:
+        ok = cursor.prev() if cursor.set_range(prefix + b"\xff" * 9) else cursor.last()
+        while ok:
+            key = bytes(cursor.key())
+            if not key.startswith(prefix):
+                return
+            yield key, bytes(cursor.value())
+            ok = cursor.prev()
+        return
+    if not cursor.set_range(prefix):
+        return
+    for key, value in cursor.iternext():
+        key = bytes(key)
+        if not key.startswith(prefix):
+            return
+        yield key, bytes(value)

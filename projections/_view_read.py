@@ -1,0 +1,152 @@
+"""Reading the views, now or as of a seq, inside one read transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from ._keys import SEP, latest_version, prefix_items, unpack_u64
+from .models import (
+    AccessView,
+    DecayParams,
+    DeletionRecord,
+    EntryView,
+    MemoryView,
+    SessionStats,
+    SessionView,
+)
+
+__all__ = ["ViewReader"]
+
+_entry = msgspec.msgpack.Decoder(EntryView).decode
+_session = msgspec.msgpack.Decoder(SessionView).decode
+_memory = msgspec.msgpack.Decoder(MemoryView).decode
+_access = msgspec.msgpack.Decoder(AccessView).decode
+_params = msgspec.msgpack.Decoder(DecayParams).decode
+_stats = msgspec.msgpack.Decoder(SessionStats).decode
+_deletion = msgspec.msgpack.Decoder(DeletionRecord).decode
+
+
+class ViewReader:
+    """Reads of the views at ``as_of`` (None: the current state)."""
+
+    def __init__(self, txn: Any, dbs: dict[bytes, Any], as_of: int | None) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.as_of = as_of
+
+    def checkpoint(self) -> int:
+        """The last seq the views applied."""
+        raw = self.txn.get(b"checkpoint", db=self.dbs[b"meta"])
+        return 0 if raw is None else unpack_u64(raw)
+
+    def entry(self, entry_id: str) -> EntryView | None:
+        """The entry version current at ``as_of``."""
+        raw = latest_version(self.txn, self.dbs[b"entries"], entry_id, self.as_of)
+        if raw is not None:
+            return _entry(raw)
+        gone = self.txn.get(entry_id.encode(), db=self.dbs[b"deleted"])
+        if gone is None:
+            return None
+        view = _entry(bytes(gone))
+        return view if self.as_of is None or self.as_of >= view.recorded_seq else None
+
+    def session(self, session_id: str) -> SessionView | None:
+        """The session manifest current at ``as_of``."""
+        raw = latest_version(self.txn, self.dbs[b"sessions"], session_id, self.as_of)
+        return None if raw is None else _session(raw)
+
+    def sessions(self) -> Iterator[SessionView]:
+        """Every session known at ``as_of``, in id order."""
+        cursor = self.txn.cursor(db=self.dbs[b"sessions"])
+        last_id: bytes | None = None
+        for key, _ in cursor.iternext():
+            sid = bytes(key[:-9])
+            if sid == last_id:
+                continue
+            last_id = sid
+            view = self.session(sid.decode())
+            if view is not None:
+                yield view
+
+    def session_stats(self, session_id: str) -> SessionStats:
+        """Statistics now, or recomputed from the entries as of ``as_of``."""
+        if self.as_of is None:
+            raw = self.txn.get(session_id.encode(), db=self.dbs[b"session_stats"])
+            return SessionStats() if raw is None else _stats(bytes(raw))
+        counts: dict[str, int] = {}
+        size = last = entries = 0
+        for view in self.session_entries(session_id):
+            if view.entry is None:
+                continue
+            counts[view.kind] = counts.get(view.kind, 0) + 1
+            size += len(view.entry.content.encode())
+            last = max(last, view.recorded_at)
+            entries += 1
+        return SessionStats(counts, entries, size, last)
+
+    def session_entries(
+        self, session_id: str, kinds: tuple[str, ...] = (), newest_first: bool = False
+    ) -> Iterator[EntryView]:
+        """Live (or as-of) entries of a session in ``occurred_at`` order."""
+        prefix = session_id.encode() + SEP
+        for key, kind in prefix_items(self.txn, self.dbs[b"by_session"], prefix, newest_first):
+            if kinds and kind.decode() not in kinds:
+                continue
+            view = self.entry(key[len(prefix) + 9 :].decode())
+            if view is not None and view.state in ("live", "redacted"):
+                yield view
+
+    def entries_by_time(self, newest_first: bool = False) -> Iterator[EntryView]:
+        """Every live entry by ``occurred_at``."""
+        for key, _ in prefix_items(self.txn, self.dbs[b"by_time"], b"", newest_first):
+            view = self.entry(key[9:].decode())
+            if view is not None and view.state in ("live", "redacted"):
+                yield view
+
+    def derived_from(self, parent_id: str) -> list[str]:
+        """Ids of entries derived from ``parent_id``."""
+        prefix = parent_id.encode() + SEP
+        return [k[len(prefix):].decode() for k, _ in prefix_items(self.txn, self.dbs[b"derived"], prefix)]
+
+    def memories(self, user_id: str, include_gone: bool = False) -> list[MemoryView]:
+        """A user's memories at ``as_of`` (live ones unless ``include_gone``)."""
+        prefix = user_id.encode() + SEP
+        keys = {k[: -9] for k, _ in prefix_items(self.txn, self.dbs[b"memories"], prefix)}
+        out = []
+        for entity in sorted(keys):
+            raw = latest_version(self.txn, self.dbs[b"memories"], entity.decode(), self.as_of)
+            if raw is not None:
+                view = _memory(raw)
+                if include_gone or view.state == "live":
+                    out.append(view)
+        return out
+
+    def memory_by_id(self, memory_id: str) -> MemoryView | None:
+        """A memory by its id."""
+        raw = self.txn.get(memory_id.encode(), db=self.dbs[b"memory_ids"])
+        if raw is None:
+            return None
+        found = latest_version(self.txn, self.dbs[b"memories"], bytes(raw).decode(), self.as_of)
+        return None if found is None else _memory(found)
+
+    def access(self, entry_id: str) -> AccessView:
+        """Access count and last access at ``as_of``."""
+        raw = latest_version(self.txn, self.dbs[b"access"], entry_id, self.as_of)
+        return AccessView() if raw is None else _access(raw)
+
+    def decay_params(self) -> DecayParams:
+        """Decay parameters in force at ``as_of``."""
+        raw = latest_version(self.txn, self.dbs[b"params"], "decay", self.as_of)
+        return DecayParams() if raw is None else _params(raw)
+
+    def deletions(self) -> list[DeletionRecord]:
+        """The deletion ledger, oldest request first."""
+        records = [_deletion(bytes(v)) for _, v in self.txn.cursor(db=self.dbs[b"deletions"])]
+        return sorted(records, key=lambda d: d.requested_seq)
+
+    def counters(self) -> dict[str, int]:
+        """Global counters: events, events by type, entries by kind."""
+        return {bytes(k).decode(): unpack_u64(v) for k, v in self.txn.cursor(db=self.dbs[b"stats"])}

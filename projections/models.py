@@ -1,0 +1,150 @@
+"""Read-model values: what the views hold for each entity version.
+
+Every value is a frozen msgspec Struct stored as msgpack. An entity version is
+current from the seq it was written at until the next version's seq, so an
+as-of read is a lookup of the last version at or before the asked seq.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from eventstore import EntryRecorded
+
+__all__ = [
+    "DEFAULT_RATES",
+    "AccessView",
+    "DecayParams",
+    "DeletionRecord",
+    "EntryState",
+    "EntryView",
+    "MemoryView",
+    "RedactionInfo",
+    "SessionStats",
+    "SessionView",
+    "TombstoneInfo",
+]
+
+EntryState = Literal["live", "deleted", "redacted", "compacted"]
+
+
+class TombstoneInfo(msgspec.Struct, frozen=True, gc=False):
+    """Why and when something was deleted (ids and reasons, never content)."""
+
+    request_id: str
+    reason: str
+    requested_by: str
+    seq: int
+    at: int
+
+
+class RedactionInfo(msgspec.Struct, frozen=True, gc=False):
+    """That spans were removed, by whom and why; never the removed text."""
+
+    spans: dict[str, int]
+    reason: str
+    requested_by: str
+    seq: int
+    at: int
+
+
+class EntryView(msgspec.Struct, frozen=True, gc=False):
+    """One version of an entry. ``entry`` is None once deleted."""
+
+    entry_id: str
+    kind: str
+    state: EntryState
+    entry: EntryRecorded | None
+    recorded_seq: int
+    recorded_at: int
+    changed_seq: int
+    session_id: str | None = None
+    user_id: str | None = None
+    occurred_at: int = 0
+    deleted: TombstoneInfo | None = None
+    redacted: RedactionInfo | None = None
+
+
+class SessionView(msgspec.Struct, frozen=True, gc=False):
+    """One version of a session's manifest."""
+
+    session_id: str
+    user_id: str | None
+    agent_ids: tuple[str, ...]
+    tags: tuple[str, ...]
+    metadata: dict[str, str]
+    channel: str | None
+    archived: bool
+    started_at: int
+    started_seq: int
+    changed_seq: int
+    deleted: TombstoneInfo | None = None
+
+
+class SessionStats(msgspec.Struct, frozen=True, gc=False):
+    """Seed 000's manifest statistics, kept current."""
+
+    counts: dict[str, int] = {}
+    entries: int = 0
+    bytes: int = 0
+    last_activity: int = 0
+
+
+class MemoryView(msgspec.Struct, frozen=True, gc=False):
+    """One version of a user memory (seed 001)."""
+
+    user_id: str
+    key: str
+    memory_id: str
+    content: str | None
+    state: Literal["live", "forgotten", "deleted"]
+    saved_seq: int
+    saved_at: int
+    changed_seq: int
+    deleted: TombstoneInfo | None = None
+
+
+class AccessView(msgspec.Struct, frozen=True, gc=False):
+    """How often and when an entry was last returned to a reader."""
+
+    count: int = 0
+    last_at: int = 0
+
+
+# Seed 000's per-kind rates (per hour), extended to every entry kind.
+DEFAULT_RATES = {
+    "message": 0.1, "decision": 0.02, "finding": 0.05, "preference": 0.01,
+    "lesson": 0.02, "task": 0.05, "handoff": 0.05, "summary": 0.02, "project": 0.005,
+}
+
+
+class DecayParams(msgspec.Struct, frozen=True, gc=False):
+    """Decay parameters in force (seed 000's defaults until decay.applied)."""
+
+    rates: dict[str, float] = msgspec.field(default_factory=lambda: dict(DEFAULT_RATES))
+    floor: float = 0.1
+    access_boost: float = 0.1
+    importance_boost: float = 0.2
+    as_of: int = 0
+
+
+class DeletionRecord(msgspec.Struct, frozen=True, gc=False):
+    """The deletion ledger: one request from ask to verified purge."""
+
+    request_id: str
+    reason: str
+    requested_by: str
+    criteria: dict[str, object]
+    requested_seq: int
+    requested_at: int
+    entry_ids: tuple[str, ...] = ()
+    erased_seqs: tuple[int, ...] = ()
+    counts_by_kind: dict[str, int] = {}
+    deleted_seq: int | None = None
+    deleted_at: int | None = None
+    purge_seq: int | None = None
+    purged_at: int | None = None
+    purge_verified: bool | None = None
+    files_rewritten: tuple[str, ...] = ()

@@ -1,0 +1,201 @@
+"""Pure reducers: the next version of an entity given the previous one and an event.
+
+No function here does I/O or reads the clock; times come from the record's
+``recorded_at``. The view runner loads the previous version, calls a reducer
+and stores the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from eventstore import (
+    DecayApplied,
+    DeletedRef,
+    DeletionRequested,
+    EntriesDeleted,
+    EntryChanges,
+    EntryRecorded,
+    EntryRedacted,
+    FindingDetails,
+    MemorySaved,
+    PurgeCompleted,
+    RecordedEvent,
+    SessionStarted,
+    SessionUpdated,
+    TaskDetails,
+)
+
+from .models import (
+    AccessView,
+    DecayParams,
+    DeletionRecord,
+    EntryView,
+    MemoryView,
+    RedactionInfo,
+    SessionStats,
+    SessionView,
+    TombstoneInfo,
+)
+
+__all__ = [
+    "accessed",
+    "decay_params",
+    "deletion_done",
+    "deletion_purged",
+    "deletion_requested",
+    "entry_changed",
+    "entry_deleted",
+    "entry_recorded",
+    "entry_redacted",
+    "memory_deleted",
+    "memory_forgotten",
+    "memory_saved",
+    "session_started",
+    "session_updated",
+    "session_with_archive",
+    "stats_added",
+    "stats_removed",
+]
+
+replace = msgspec.structs.replace
+
+
+def entry_recorded(rec: RecordedEvent, event: EntryRecorded) -> EntryView:
+    """A new entry."""
+    return EntryView(
+        entry_id=event.entry_id, kind=event.kind, state="live", entry=event,
+        recorded_seq=rec.seq, recorded_at=rec.recorded_at, changed_seq=rec.seq,
+        session_id=event.session_id, user_id=event.user_id, occurred_at=event.occurred_at,
+    )
+
+
+def entry_changed(prev: EntryView, rec: RecordedEvent, changes: EntryChanges) -> EntryView:
+    """Apply an update (task done, finding status, importance, tags)."""
+    entry = prev.entry
+    if entry is None:
+        return prev
+    details = entry.details
+    if changes.done is not None and isinstance(details, TaskDetails | type(None)):
+        details = TaskDetails(done=changes.done) if entry.kind == "task" else details
+    if changes.status is not None and isinstance(details, FindingDetails):
+        details = replace(details, status=changes.status)
+    entry = replace(
+        entry, details=details,
+        importance=entry.importance if changes.importance is None else changes.importance,
+        tags=entry.tags if changes.tags is None else changes.tags,
+    )
+    return replace(prev, entry=entry, changed_seq=rec.seq)
+
+
+def entry_redacted(rec: RecordedEvent, event: EntryRedacted, entry: EntryRecorded,
+                   changed_seq: int) -> EntryView:
+    """Spans removed: the entry as the redaction event states it, nothing older."""
+    info = RedactionInfo(event.spans, event.reason, event.requested_by, rec.seq, rec.recorded_at)
+    view = entry_recorded(rec, entry)
+    return replace(view, state="redacted", redacted=info, recorded_seq=event.target_seq,
+                   changed_seq=changed_seq)
+
+
+def entry_deleted(ref: DeletedRef, tomb: TombstoneInfo) -> EntryView:
+    """The entry is gone; only the tombstone's ids, kind and seqs remain."""
+    return EntryView(
+        entry_id=ref.entry_id, kind=ref.kind, state="deleted", entry=None,
+        recorded_seq=ref.recorded_seq, recorded_at=0, changed_seq=tomb.seq,
+        session_id=ref.session_id, deleted=tomb,
+    )
+
+
+def session_started(rec: RecordedEvent, event: SessionStarted) -> SessionView:
+    """A new session manifest."""
+    return SessionView(
+        session_id=event.session_id, user_id=event.user_id, agent_ids=event.agent_ids,
+        tags=event.tags, metadata=dict(event.metadata), channel=event.channel, archived=False,
+        started_at=rec.recorded_at, started_seq=rec.seq, changed_seq=rec.seq,
+    )
+
+
+def session_updated(prev: SessionView, rec: RecordedEvent, event: SessionUpdated) -> SessionView:
+    """Agents, tags or metadata changed."""
+    return replace(
+        prev, changed_seq=rec.seq,
+        agent_ids=prev.agent_ids if event.agent_ids is None else event.agent_ids,
+        tags=prev.tags if event.tags is None else event.tags,
+        metadata=prev.metadata if event.metadata is None else {**prev.metadata, **event.metadata},
+    )
+
+
+def session_with_archive(prev: SessionView, rec: RecordedEvent, archived: bool) -> SessionView:
+    """Archived or restored."""
+    return replace(prev, archived=archived, changed_seq=rec.seq)
+
+
+def stats_added(prev: SessionStats, event: EntryRecorded, at: int) -> SessionStats:
+    """Count one more entry of its kind."""
+    counts = dict(prev.counts)
+    counts[event.kind] = counts.get(event.kind, 0) + 1
+    return SessionStats(counts, prev.entries + 1, prev.bytes + len(event.content.encode()),
+                        max(prev.last_activity, at))
+
+
+def stats_removed(prev: SessionStats, view: EntryView) -> SessionStats:
+    """Count one entry less (deleted or compacted away)."""
+    counts = dict(prev.counts)
+    left = counts.pop(view.kind, 0) - 1
+    if left > 0:
+        counts[view.kind] = left
+    size = len(view.entry.content.encode()) if view.entry is not None else 0
+    return SessionStats(counts, max(0, prev.entries - 1), max(0, prev.bytes - size),
+                        prev.last_activity)
+
+
+def memory_saved(rec: RecordedEvent, event: MemorySaved) -> MemoryView:
+    """A remembered fact, replacing any earlier one under the key."""
+    return MemoryView(event.user_id, event.key, event.memory_id, event.content, "live",
+                      rec.seq, rec.recorded_at, rec.seq)
+
+
+def memory_forgotten(prev: MemoryView, rec: RecordedEvent) -> MemoryView:
+    """Forgotten by key: the content goes."""
+    return replace(prev, content=None, state="forgotten", changed_seq=rec.seq)
+
+
+def memory_deleted(prev: MemoryView, tomb: TombstoneInfo) -> MemoryView:
+    """Deleted by a request: the content goes, the tombstone stays."""
+    return replace(prev, content=None, state="deleted", deleted=tomb, changed_seq=tomb.seq)
+
+
+def accessed(prev: AccessView | None, at: int) -> AccessView:
+    """One more access."""
+    if prev is None:
+        return AccessView(1, at)
+    return AccessView(prev.count + 1, max(prev.last_at, at))
+
+
+def decay_params(event: DecayApplied) -> DecayParams:
+    """Parameters in force from the event on (unknown kinds keep defaults)."""
+    rates = {**DecayParams().rates, **event.rates}
+    return DecayParams(rates, event.floor, event.access_boost, event.importance_boost,
+                       event.as_of)
+
+
+def deletion_requested(rec: RecordedEvent, event: DeletionRequested) -> DeletionRecord:
+    """A new ledger line."""
+    criteria: Mapping[str, object] = msgspec.to_builtins(event.criteria)
+    return DeletionRecord(event.request_id, event.reason, event.requested_by, dict(criteria),
+                          rec.seq, rec.recorded_at)
+
+
+def deletion_done(prev: DeletionRecord, rec: RecordedEvent, event: EntriesDeleted) -> DeletionRecord:
+    """The tombstone landed."""
+    return replace(prev, entry_ids=event.entry_ids, erased_seqs=event.erased_seqs,
+                   counts_by_kind=dict(event.counts_by_kind), deleted_seq=rec.seq,
+                   deleted_at=rec.recorded_at)
+
+
+def deletion_purged(prev: DeletionRecord, rec: RecordedEvent, event: PurgeCompleted) -> DeletionRecord:
+    """The physical purge finished."""
+    return replace(prev, purge_seq=rec.seq, purged_at=rec.recorded_at,
+                   purge_verified=event.verified, files_rewritten=event.files_rewritten)

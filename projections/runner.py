@@ -1,0 +1,222 @@
+"""The projection runner: owns the I/O, the checkpoints and rebuilds.
+
+Layout under the data directory::
+
+    proj -> proj-<n>/          (a symlink, swapped atomically by a replay)
+    proj-<n>/views/            the views LMDB environment
+    proj-<n>/search/shard-NN/  the Tantivy shards
+
+Before any read, the projections it needs catch up from their checkpoint to the
+log head, so an append that returned is visible to the next read from any
+process. Views catch up eagerly; the search index on search (its commits cost
+milliseconds, so they are batched until someone searches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from eventstore import EventLog, RecordedEvent, RetiredError
+
+from ._fsutil import wipe_dir
+from ._search_apply import search_ops
+from ._view_read import ViewReader
+from .search import SearchIndex
+from .views import VIEW_DBS, ViewStore
+
+__all__ = ["Projections"]
+
+_VIEW_CHUNK = 50_000
+_SEARCH_LAG = 1_000
+
+Progress = Callable[[int], None]
+
+
+class Projections:
+    """Views and search for one data directory, kept caught up with the log."""
+
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 4, sync: bool = True) -> None:
+        self.data_dir = data_dir
+        self.log = log
+        self.shards = shards
+        self.sync = sync
+        self._link = data_dir / "proj"
+        self._target: str | None = None
+        self.views: ViewStore | None = None
+        self.search_index: SearchIndex | None = None
+        self._ensure_link()
+        self._open()
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def _ensure_link(self) -> None:
+        if not self._link.is_symlink():
+            target = "proj-0"
+            (self.data_dir / target).mkdir(mode=0o700, exist_ok=True)
+            tmp = self.data_dir / f".proj-link-{secrets.token_hex(4)}"
+            os.symlink(target, tmp)
+            os.replace(tmp, self._link)
+
+    def _open(self) -> None:
+        self._target = os.readlink(self._link)
+        root = self.data_dir / self._target
+        self.views = ViewStore(root / "views", sync=self.sync)
+        self.search_index = SearchIndex(root / "search", self.shards)
+
+    def _check_current(self) -> None:
+        if os.readlink(self._link) != self._target:
+            self._close_stores()
+            self._open()
+
+    def _close_stores(self) -> None:
+        if self.search_index is not None:
+            self.search_index.rollback()
+            self.search_index = None
+        if self.views is not None:
+            self.views.close()
+            self.views = None
+
+    def close(self) -> None:
+        """Close the views and search shards."""
+        self._close_stores()
+
+    @property
+    def root(self) -> Path:
+        """The directory of the projections in use."""
+        return self.data_dir / (self._target or "proj-0")
+
+    # -- catching up --------------------------------------------------------
+
+    def catch_up(self, search: bool = False, progress: Progress | None = None) -> int:
+        """Bring the views (and the search index) up to the log head."""
+        self._check_current()
+        head = self.log.head().seq
+        done = self._catch_up_views(head, progress)
+        if search:
+            self._catch_up_search(head, progress)
+        return done
+
+    def _catch_up_views(self, head: int, progress: Progress | None) -> int:
+        assert self.views is not None
+        done = self.views.checkpoint()
+        while done < head:
+            upto = min(head, done + _VIEW_CHUNK)
+            done = self.views.apply(self.log.read(done + 1, upto), upto)
+            if progress:
+                progress(done)
+        return done
+
+    def _catch_up_search(self, head: int, progress: Progress | None) -> None:
+        index = self.search_index
+        assert index is not None and self.views is not None
+        with _file_lock(self.root / "search.lock"):
+            marks = [shard.checkpoint() for shard in index.shards]
+            start = min(marks)
+            if start >= head:
+                return
+            try:
+                self._index_range(index, marks, start + 1, head, progress)
+            except BaseException:
+                index.rollback()
+                raise
+            for i, shard in enumerate(index.shards):
+                if shard.dirty or head - marks[i] >= _SEARCH_LAG:
+                    shard.commit(head)
+
+    def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
+                     progress: Progress | None) -> None:
+        assert self.views is not None
+        with self.views.read() as views:
+            for rec in self.log.read(first, last):
+                views.as_of = rec.seq
+                for op, entry_id, arg in search_ops(rec, views):
+                    if rec.seq <= marks[index.shard_of(entry_id)]:
+                        continue
+                    if op == "add":
+                        index.add(entry_id, arg)
+                    else:
+                        index.remove(entry_id, arg)
+                if progress and rec.seq % 10_000 == 0:
+                    progress(rec.seq)
+
+    # -- reads --------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def read(self, as_of: int | None = None, search: bool = False) -> Iterator[ViewReader]:
+        """Catch up, then read the views (as of a seq, if given)."""
+        for attempt in range(3):
+            try:
+                self.catch_up(search=search)
+                assert self.views is not None
+                scope = self.views.read(as_of)
+                reader = scope.__enter__()
+                break
+            except RetiredError:
+                if attempt == 2:
+                    raise
+        try:
+            yield reader
+        finally:
+            scope.__exit__(None, None, None)
+
+    # -- rebuild ------------------------------------------------------------
+
+    def replay(self, until: int | None = None, progress: Progress | None = None) -> int:
+        """Rebuild every projection into a fresh directory and swap it in.
+
+        A crash before the swap leaves the old projections in use; the partial
+        directory is removed by the next replay.
+        """
+        self._check_current()
+        head = self.log.head().seq if until is None else min(until, self.log.head().seq)
+        target = f"proj-{secrets.token_hex(4)}"
+        fresh = Projections.__new__(Projections)
+        fresh.__dict__.update(self.__dict__)
+        fresh._target = target
+        (self.data_dir / target).mkdir(mode=0o700)
+        fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
+        fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
+        try:
+            fresh._catch_up_views(head, progress)
+            fresh._catch_up_search(head, progress)
+            fresh.views.shared.env.sync(True)
+        finally:
+            fresh._close_stores()
+        self._swap_to(target)
+        return head
+
+    def _swap_to(self, target: str) -> None:
+        tmp = self.data_dir / f".proj-link-{secrets.token_hex(4)}"
+        os.symlink(target, tmp)
+        os.replace(tmp, self._link)
+        fd = os.open(self.data_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._close_stores()
+        self._open()
+        for path in self.data_dir.glob("proj-*"):
+            if path.name != target and path.is_dir():
+                wipe_dir(path, VIEW_DBS)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def records_until(log: EventLog, until: int) -> Iterator[RecordedEvent]:
+    """The log up to ``until`` (a helper for replays stopped at a seq)."""
+    return log.read(1, until)

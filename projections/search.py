@@ -1,0 +1,197 @@
+"""The search projection: a sharded Tantivy index of entries.
+
+Content is indexed, never stored: a hit is identified by the entry's recorded
+seq (a fast field), which the views map back to the entry. Filters cover kind,
+session, agent, user, tags, ``occurred_at`` and the seq interval in which the
+document was current, so a search as of seq ``k`` is a filter, not a replay.
+
+The index is split into shards by entry id, so that removing a deleted entry's
+terms for good means rebuilding one small shard, not the whole index. Each
+shard keeps its checkpoint in a document with ``rseq = 0`` that is committed
+together with the shard's other changes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from eventstore import EntryRecorded, InvalidQueryError, StorageError
+
+__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
+
+OPEN_SEQ = (1 << 63) - 1
+_HEAP = 64 << 20
+
+
+def build_schema() -> Any:
+    """The schema of every shard."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("content", stored=False, tokenizer_name="default")
+    for name in ("kind", "session", "agent", "user", "tags"):
+        sb.add_text_field(name, stored=False, tokenizer_name="raw")
+    sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
+    for name in ("rseq", "from_seq", "to_seq"):
+        sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
+    return sb.build()
+
+
+def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int = OPEN_SEQ) -> Any:
+    """The Tantivy document of one entry version."""
+    doc = tantivy.Document()
+    doc.add_text("content", searchable_text(event))
+    doc.add_text("kind", event.kind)
+    for name, value in (("session", event.session_id), ("agent", event.agent_id),
+                        ("user", event.user_id)):
+        if value:
+            doc.add_text(name, value)
+    for tag in event.tags:
+        doc.add_text("tags", tag)
+    doc.add_integer("occurred_at", event.occurred_at)
+    doc.add_unsigned("rseq", rseq)
+    doc.add_unsigned("from_seq", from_seq)
+    doc.add_unsigned("to_seq", to_seq)
+    return doc
+
+
+def searchable_text(event: EntryRecorded) -> str:
+    """The content plus the free-text fields of the entry's details."""
+    parts = [event.content]
+    details = event.details
+    if details is not None:
+        for name in ("rationale", "evidence", "recommendation", "topic", "value", "key"):
+            value = getattr(details, name, None)
+            if isinstance(value, str):
+                parts.append(value)
+        parts.extend(getattr(details, "alternatives", ()))
+    return "\n".join(parts)
+
+
+class SearchShard:
+    """One Tantivy index directory."""
+
+    def __init__(self, path: Path, schema: Any) -> None:
+        self.path = path
+        self.schema = schema
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            self.index = tantivy.Index(schema, path=str(path), reuse=True)
+        except (ValueError, OSError) as exc:
+            raise StorageError(f"cannot open search shard {path.name}: {exc}") from None
+        self.writer: Any = None
+        self.dirty = False
+
+    def open_writer(self, timeout: float = 30.0) -> Any:
+        """The shard's writer, waiting while another process holds it."""
+        deadline = time.monotonic() + timeout
+        while self.writer is None:
+            try:
+                self.writer = self.index.writer(_HEAP, 1)
+            except ValueError as exc:
+                if "LockBusy" not in str(exc) or time.monotonic() > deadline:
+                    raise StorageError(f"search shard {self.path.name} is busy: {exc}") from None
+                time.sleep(0.01)
+        return self.writer
+
+    def commit(self, checkpoint: int) -> None:
+        """Store the checkpoint document and commit, then release the writer."""
+        writer = self.open_writer()
+        writer.delete_documents_by_query(tantivy.Query.term_query(self.schema, "rseq", 0))
+        doc = tantivy.Document()
+        doc.add_unsigned("rseq", 0)
+        doc.add_unsigned("from_seq", checkpoint)
+        doc.add_unsigned("to_seq", 0)
+        writer.add_document(doc)
+        writer.commit()
+        writer.wait_merging_threads()
+        self.writer = None
+        self.dirty = False
+        self.index.reload()
+
+    def rollback(self) -> None:
+        """Drop uncommitted work."""
+        if self.writer is not None:
+            self.writer.rollback()
+            self.writer = None
+        self.dirty = False
+
+    def checkpoint(self) -> int:
+        """The last seq committed to this shard."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        query = tantivy.Query.term_query(self.schema, "rseq", 0)
+        hits = searcher.search(query, 1, count=False).hits
+        if not hits:
+            return 0
+        return int(searcher.fast_field_values("from_seq", [hits[0][1]])[0] or 0)
+
+
+class SearchIndex:
+    """All shards of the search projection under one directory."""
+
+    def __init__(self, path: Path, shards: int = 4) -> None:
+        self.path = path
+        self.schema = build_schema()
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
+
+    def shard_of(self, entry_id: str) -> int:
+        """The shard an entry id lives in (stable across processes)."""
+        return zlib.crc32(entry_id.encode()) % len(self.shards)
+
+    def checkpoint(self) -> int:
+        """The lowest checkpoint of any shard: everything up to it is indexed."""
+        return min(shard.checkpoint() for shard in self.shards)
+
+    def add(self, entry_id: str, doc: Any) -> None:
+        """Add a document (uncommitted until :meth:`commit`)."""
+        shard = self.shards[self.shard_of(entry_id)]
+        shard.open_writer().add_document(doc)
+        shard.dirty = True
+
+    def remove(self, entry_id: str, rseq: int) -> None:
+        """Delete an entry's documents (uncommitted until :meth:`commit`)."""
+        shard = self.shards[self.shard_of(entry_id)]
+        # delete_documents_by_term silently misses unsigned fields; a term query does not.
+        query = tantivy.Query.term_query(self.schema, "rseq", rseq)
+        shard.open_writer().delete_documents_by_query(query)
+        shard.dirty = True
+
+    def commit(self, checkpoint: int) -> None:
+        """Commit every shard with the new checkpoint."""
+        for shard in self.shards:
+            shard.commit(checkpoint)
+
+    def rollback(self) -> None:
+        """Drop uncommitted work in every shard."""
+        for shard in self.shards:
+            shard.rollback()
+
+    def searchers(self) -> list[tuple[int, Any]]:
+        """A searcher per shard."""
+        return [(i, shard.index.searcher()) for i, shard in enumerate(self.shards)]
+
+    def doc_freq(self, term: str) -> int:
+        """How many documents (deleted ones included until merged) hold ``term``."""
+        return sum(s.doc_freq("content", term) for _, s in self.searchers())
+
+    def files(self) -> Iterable[Path]:
+        """Every file of the index."""
+        return (p for p in self.path.rglob("*") if p.is_file())
+
+    def size_bytes(self) -> int:
+        """Bytes on disk."""
+        return sum(os.path.getsize(p) for p in self.files())
+
+
+def check_limit(limit: int) -> int:
+    """Tantivy panics on limit 0; refuse it here with a clear error."""
+    if type(limit) is not int or limit < 1 or limit > 10_000:
+        raise InvalidQueryError("limit must be an integer from 1 to 10000")
+    return limit

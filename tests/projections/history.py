@@ -1,0 +1,156 @@
+"""Random histories of domain events, applied through the log, for property tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from eventstore import (
+    DecayApplied,
+    DeletedRef,
+    DeletionCriteria,
+    DeletionRequested,
+    EntriesAccessed,
+    EntriesDeleted,
+    EntryChanges,
+    EntryRecorded,
+    EntryRedacted,
+    EntryUpdated,
+    EventLog,
+    MemoryForgotten,
+    MemorySaved,
+    SessionArchived,
+    SessionCompacted,
+    SessionRestored,
+    SessionStarted,
+    TaskDetails,
+)
+from projections import Projections
+
+WORDS = ["postgres", "cache", "latency", "schema", "deploy", "index", "queue", "retry", "alpha"]
+KINDS = ["message", "decision", "finding", "lesson", "task", "handoff"]
+QUERIES = ["postgres", "cache latency", "schem", "deploy -index", "retyr", "queue"]
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("entry"), st.integers(0, 2), st.sampled_from(KINDS),
+                  st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)),
+        st.tuples(st.just("update"), st.integers(0, 30), st.booleans()),
+        st.tuples(st.just("access"), st.lists(st.integers(0, 30), min_size=1, max_size=3)),
+        st.tuples(st.just("decay"), st.floats(0.001, 0.5)),
+        st.tuples(st.just("remember"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"]),
+                  st.sampled_from(WORDS)),
+        st.tuples(st.just("forget"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"])),
+        st.tuples(st.just("delete"), st.integers(0, 30)),
+        st.tuples(st.just("redact"), st.integers(0, 30)),
+        st.tuples(st.just("compact"), st.integers(0, 2)),
+        st.tuples(st.just("archive"), st.integers(0, 2), st.booleans()),
+        st.tuples(st.just("catch_up")),
+    ),
+    min_size=1, max_size=40,
+)
+
+
+class History:
+    """Applies steps through the log the way the facade would."""
+
+    def __init__(self, log: EventLog, proj: Projections) -> None:
+        self.log = log
+        self.proj = proj
+        self.entries: list[tuple[str, int, str, str]] = []  # id, seq, kind, session
+        self.memories: dict[tuple[str, str], str] = {}
+        self.erased: set[str] = set()
+        self.forgotten: set[tuple[str, str]] = set()
+        self.n = 0
+        for i in range(3):
+            log.append(f"session:s{i}", [SessionStarted(session_id=f"s{i}", user_id="alice")], actor="t")
+
+    def run(self, step: tuple[Any, ...]) -> None:
+        handler: Callable[..., None] = getattr(self, f"_{step[0]}")
+        handler(*step[1:])
+
+    def _entry(self, session: int, kind: str, words: list[str]) -> None:
+        self.n += 1
+        eid = f"e{self.n}"
+        event = EntryRecorded(entry_id=eid, kind=kind, content=" ".join(words),  # type: ignore[arg-type]
+                              occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000,
+                              session_id=f"s{session}", agent_id=f"a{session}", tags=(kind,),
+                              details=TaskDetails() if kind == "task" else None)
+        seq = self.log.append(f"session:s{session}", [event], actor="t").first_seq
+        self.entries.append((eid, seq, kind, f"s{session}"))
+
+    def _live(self, i: int) -> tuple[str, int, str, str] | None:
+        live = [e for e in self.entries if e[0] not in self.erased]
+        return live[i % len(live)] if live else None
+
+    def _update(self, i: int, done: bool) -> None:
+        if (target := self._live(i)) is not None:
+            self.log.append("entries", [EntryUpdated(entry_id=target[0], changes=EntryChanges(
+                done=done, importance=0.9 if done else 0.1))], actor="t")
+
+    def _access(self, picks: list[int]) -> None:
+        ids = tuple(t[0] for i in picks if (t := self._live(i)) is not None)
+        if ids:
+            self.log.append("access", [EntriesAccessed(entry_ids=ids, at=1_700_000_000_000_000)],
+                            actor="t")
+
+    def _decay(self, rate: float) -> None:
+        self.log.append("system", [DecayApplied(as_of=1_700_000_000_000_000,
+                                                rates={"message": rate})], actor="t")
+
+    def _remember(self, user: str, key: str, word: str) -> None:
+        self.n += 1
+        self.log.append(f"user:{user}", [MemorySaved(user_id=user, key=key, content=word,
+                                                     memory_id=f"m{self.n}")], actor="t")
+        self.memories[(user, key)] = f"m{self.n}"
+
+    def _forget(self, user: str, key: str) -> None:
+        if (mid := self.memories.pop((user, key), None)) is not None:
+            self.forgotten.add((user, key))
+            self.log.append(f"user:{user}", [MemoryForgotten(user_id=user, key=key, memory_id=mid)],
+                            actor="t")
+
+    def _delete(self, i: int) -> None:
+        if (target := self._live(i)) is None:
+            return
+        eid, seq, kind, session = target
+        self.n += 1
+        rid = f"r{self.n}"
+        self.log.append("system", [DeletionRequested(request_id=rid, reason="test", requested_by="t",
+                                                     criteria=DeletionCriteria(ids=(eid,)))], actor="t")
+        tomb = EntriesDeleted(request_id=rid, entry_ids=(eid,), erased_seqs=(seq,),
+                              refs=(DeletedRef(eid, kind, seq, session),))
+        self.log.erase([seq], tomb, stream="system", actor="t")
+        self.erased.add(eid)
+
+    def _redact(self, i: int) -> None:
+        if (target := self._live(i)) is None:
+            return
+        eid, seq, kind, _session = target
+        with self.proj.read() as views:
+            view = views.entry(eid)
+        assert view is not None and view.entry is not None
+        import msgspec
+
+        redacted = msgspec.structs.replace(view.entry, content="[REDACTED] " + kind)
+        event = EntryRedacted(entry_id=eid, target_seq=seq, spans={"custom": 1}, reason="r",
+                              requested_by="t", redacted=redacted)
+        self.log.erase([seq], event, stream="system", actor="t")
+        self.erased.add(eid)
+
+    def _compact(self, session: int) -> None:
+        ids = tuple(e[0] for e in self.entries if e[3] == f"s{session}" and e[0] not in self.erased)
+        if ids:
+            self.log.append(f"session:s{session}", [SessionCompacted(
+                session_id=f"s{session}", policy="test", removed_entry_ids=ids[:1],
+                summary_entry_id=None, bytes_before=10, bytes_after=5)], actor="t")
+
+    def _archive(self, session: int, archived: bool) -> None:
+        event = (SessionArchived(session_id=f"s{session}") if archived
+                 else SessionRestored(session_id=f"s{session}"))
+        self.log.append(f"session:s{session}", [event], actor="t")
+
+    def _catch_up(self) -> None:
+        self.proj.catch_up(search=True)
