@@ -9,6 +9,7 @@ and exit non-zero; nothing is written.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,7 +17,8 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from eventstore import EventLog, MemlogError
+from eventstore import EventLog, InvalidInputError, MemlogError, parse_time
+from projections import Projections
 
 from ._logging import configure_logging
 
@@ -111,6 +113,49 @@ def audit_verify(ctx: Context) -> None:
     else:
         ctx.emit(data, f"FAILED at seq {result.first_bad_seq}: {result.problem}")
         sys.exit(1)
+
+
+def _parse_until(value: str | None, log: EventLog) -> int | None:
+    if value is None:
+        return None
+    if value.startswith("@"):
+        try:
+            seq = int(value[1:])
+        except ValueError:
+            raise InvalidInputError(f"invalid seq {value!r}: use @N, e.g. @120") from None
+        if seq < 0:
+            raise InvalidInputError("a seq cannot be negative")
+        return seq
+    return log.seq_at(parse_time(value))
+
+
+@cli.command()
+@click.option("--projection", "names", multiple=True, type=click.Choice(["views", "search"]),
+              help="Projection to rebuild (search is rebuilt from the views, so both are).")
+@click.option("--until", "until", default=None, help="Stop at a time (ISO 8601) or @SEQ.")
+@pass_context
+def replay(ctx: Context, names: tuple[str, ...], until: str | None) -> None:
+    """Rebuild the projections from the log into a fresh directory and swap it in."""
+    started = time.perf_counter()
+    with EventLog.open(ctx.log_dir) as log:
+        stop = _parse_until(until, log)
+        total = log.head().seq if stop is None else min(stop, log.head().seq)
+        proj = Projections(ctx.data_dir, log)
+        try:
+            with click.progressbar(length=max(total, 1), label="replaying", file=sys.stderr) as bar:
+                last = [0]
+
+                def progress(seq: int) -> None:
+                    bar.update(seq - last[0])
+                    last[0] = seq
+
+                done = proj.replay(until=stop, progress=progress)
+        finally:
+            proj.close()
+    seconds = time.perf_counter() - started
+    data = {"events": done, "seconds": round(seconds, 3), "projections": ["views", "search"],
+            "requested": list(names) or ["views", "search"]}
+    ctx.emit(data, f"replayed {done} events into views and search in {seconds:.2f} s")
 
 
 def main() -> None:
