@@ -7,7 +7,6 @@ is held while the caller works on a chunk.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import msgspec
@@ -17,9 +16,11 @@ from .chain import HASH_SIZE, SALT_SIZE, commit
 from .codec import decode_header, decode_payload
 from .envelope import Header, RecordedEvent
 from .errors import CorruptionError, NotFoundError
+from .events import SCHEMA_VERSIONS, Event
 
-_unpack = struct.Struct(">Q").unpack
 _header_decoder = msgspec.msgpack.Decoder(Header).decode
+_payload_decoder = msgspec.msgpack.Decoder(Event).decode
+_CURRENT = SCHEMA_VERSIONS
 
 __all__ = ["get_record", "header_at", "scan_range", "scan_stream"]
 
@@ -29,48 +30,46 @@ _PREFIX = 2 * HASH_SIZE
 def scan_range(
     txn: Any, dbs: dict[bytes, Any], start: int, stop: int, limit: int
 ) -> list[RecordedEvent]:
-    """Records with ``start <= seq <= stop``, at most ``limit`` of them."""
+    """Records with ``start <= seq <= stop``, at most ``limit`` of them.
+
+    This is the replay hot path, so it walks the header and payload cursors in
+    lockstep with the decoders inlined; a header whose payload key is missing
+    was erased.
+    """
     out: list[RecordedEvent] = []
     headers = txn.cursor(db=dbs[HEADERS])
     if not headers.set_range(seq_key(start)):
         return out
     payloads = txn.cursor(db=dbs[PAYLOADS])
-    p_iter = payloads.iternext() if payloads.set_range(seq_key(start)) else iter(())
-    pseq, pval = _next_payload(p_iter)
-    append = out.append
-    for hkey, hval in headers.iternext():
-        header = _decode_header_at(hkey, hval)
-        seq = header.seq
-        if seq > stop:
-            break
-        while pseq < seq:
-            pseq, pval = _next_payload(p_iter)
-        if pseq == seq:
-            append(RecordedEvent(header, decode_payload(pval[SALT_SIZE:], header)))
-            pseq, pval = _next_payload(p_iter)
-        else:
-            append(RecordedEvent(header, None))
-        if len(out) >= limit:
-            break
+    p_items = payloads.iternext() if payloads.set_range(seq_key(start)) else iter(())
+    pkey, pval = next(p_items, _END)
+    decode_h, decode_p, current, append = _header_decoder, _payload_decoder, _CURRENT, out.append
+    hkey: Any = None
+    try:
+        for hkey, hval in headers.iternext():
+            header = decode_h(hval[_PREFIX:])
+            if header.seq > stop:
+                break
+            if pkey != hkey and pkey is not None and bytes(pkey) < bytes(hkey):
+                while pkey is not None and bytes(pkey) < bytes(hkey):  # orphan payloads
+                    pkey, pval = next(p_items, _END)
+            if pkey == hkey:
+                if header.schema_version == current.get(header.type):
+                    append(RecordedEvent(header, decode_p(pval[SALT_SIZE:])))
+                else:
+                    append(RecordedEvent(header, decode_payload(pval[SALT_SIZE:], header)))
+                pkey, pval = next(p_items, _END)
+            else:
+                append(RecordedEvent(header, None))
+            if len(out) >= limit:
+                break
+    except msgspec.DecodeError as exc:
+        seq = seq_of_key(hkey) if hkey is not None else start
+        raise CorruptionError(f"record of seq {seq} does not decode: {exc}", seq=seq) from None
     return out
 
 
-_NO_MORE = (1 << 64, b"")
-
-
-def _next_payload(it: Any) -> tuple[int, Any]:
-    item = next(it, None)
-    if item is None:
-        return _NO_MORE
-    return _unpack(item[0])[0], item[1]
-
-
-def _decode_header_at(key: Any, value: Any) -> Header:
-    try:
-        return _header_decoder(value[_PREFIX:])
-    except msgspec.DecodeError:
-        seq = seq_of_key(key)
-        raise CorruptionError(f"header of seq {seq} does not decode", seq=seq) from None
+_END: tuple[Any, Any] = (None, None)
 
 
 def scan_stream(
