@@ -46,10 +46,13 @@ def fsync_dir(path: Path) -> None:
 def read_int_file(path: Path, default: int = 0) -> int:
     """Read a small integer file; ``default`` when it does not exist."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read(32)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return default
+    try:
+        text = os.read(fd, 32)
+    finally:
+        os.close(fd)
     try:
         return int(text.strip() or default)
     except ValueError:

@@ -7,7 +7,7 @@ Named databases:
 - ``streams``: stream -> last version (8 bytes)
 - ``stream_index``: stream | 0x00 | version(8) -> seq(8)
 - ``event_ids``: event id -> seq(8)
-- ``meta``: head seq, head hash, head time, format version
+- ``meta``: ``head`` (seq, chain hash, time in one record) and ``format``
 
 Integers in keys are 8-byte big-endian so that byte order is numeric order.
 """
@@ -72,18 +72,15 @@ class HeadState:
 
 def read_head_state(txn: Any, meta: Any) -> HeadState:
     """Read the head from ``meta`` (an empty log has seq 0 and the genesis hash)."""
-    seq = txn.get(b"head_seq", db=meta)
-    if seq is None:
+    raw = txn.get(b"head", db=meta)
+    if raw is None:
         return HeadState(0, GENESIS, 0)
-    hash_ = bytes(txn.get(b"head_hash", db=meta))
-    time = seq_of_key(txn.get(b"head_time", db=meta))
-    return HeadState(seq_of_key(seq), hash_[:HASH_SIZE], time)
+    raw = bytes(raw)
+    return HeadState(seq_of_key(raw[:8]), raw[8 : 8 + HASH_SIZE], seq_of_key(raw[8 + HASH_SIZE :]))
 
 
 def write_head_state(txn: Any, meta: Any, state: HeadState) -> None:
-    """Store the head in ``meta``."""
-    txn.put(b"head_seq", seq_key(state.seq), db=meta)
-    txn.put(b"head_hash", state.hash, db=meta)
-    txn.put(b"head_time", seq_key(state.time), db=meta)
-    if txn.get(b"format", db=meta) is None:
+    """Store the head in ``meta``: seq(8) | chain hash(32) | time(8), one record."""
+    txn.put(b"head", seq_key(state.seq) + state.hash + seq_key(state.time), db=meta)
+    if state.seq <= 1 or txn.get(b"format", db=meta) is None:
         txn.put(b"format", seq_key(FORMAT_VERSION), db=meta)

@@ -81,7 +81,8 @@ def test_head_hash_tampering_is_caught(log_dir: Path) -> None:
     """A changed head hash in meta fails verify."""
     build(log_dir)
     with raw_env(log_dir) as (env, dbs), env.begin(write=True) as txn:
-        txn.put(b"head_hash", bytes(32), db=dbs[META])
+        head = bytes(txn.get(b"head", db=dbs[META]))
+        txn.put(b"head", head[:8] + bytes(32) + head[40:], db=dbs[META])
     assert first_bad(log_dir) == 6
 
 
