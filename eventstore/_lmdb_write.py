@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from hashlib import sha256
 from typing import Any
 
 from ._lmdb_layout import (
@@ -16,11 +17,10 @@ from ._lmdb_layout import (
     read_head_state,
     seq_key,
     seq_of_key,
-    stream_key,
     write_head_state,
 )
 from .backend import PreparedAppend
-from .chain import HASH_SIZE, SALT_SIZE, chain_link, commit, new_salts
+from .chain import HASH_SIZE, SALT_SIZE, new_salts
 from .codec import decode_header, encode_header
 from .envelope import AppendResult, Header
 from .errors import (
@@ -31,6 +31,16 @@ from .errors import (
 )
 
 __all__ = ["TxnWriter"]
+
+
+def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, append: bool = False,
+             duplicate: bool = False) -> None:
+    """putmulti with the return value checked (py-lmdb reports clashes, not raises)."""
+    consumed, added = cursor.putmulti(items, append=append, overwrite=not (append or duplicate))
+    if consumed != len(items) or added != len(items):
+        if duplicate:
+            raise DuplicateEventError(clash)
+        raise CorruptionError(clash)
 
 
 class TxnWriter:
@@ -53,9 +63,12 @@ class TxnWriter:
         version = self._check_version(req)
         self._erase(req.erases)
         first = self.head.seq + 1
-        salts = new_salts(len(req.payloads))
-        for i, payload in enumerate(req.payloads):
-            self._put_one(req, i, version + 1 + i, payload, salts[i * SALT_SIZE : (i + 1) * SALT_SIZE])
+        headers, payloads, ids, index = self._records(req, first, version)
+        _put_all(self.headers, headers, f"seq {first} already exists in the log", append=True)
+        _put_all(self.payloads, payloads, f"seq {first} already has a payload", append=True)
+        _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
+                 "an event id of this append is already in the log", duplicate=True)
+        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index, "stream index clash")
         version += len(req.payloads)
         self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
         return AppendResult(
@@ -67,25 +80,32 @@ class TxnWriter:
         """Store the new head; call once, before commit."""
         write_head_state(self.txn, self.dbs[META], self.head)
 
-    def _put_one(self, req: PreparedAppend, i: int, version: int, payload: bytes, salt: bytes) -> None:
-        seq = self.head.seq + 1
-        header = encode_header(Header(
-            seq, req.stream, version, req.event_ids[i], req.types[i], self.now, req.actor,
-            req.causation_id, req.correlation_id, req.schema_versions[i],
-            req.erases if i == 0 else (),
-        ))
-        commitment = commit(salt, payload)
-        link = chain_link(self.head.hash, header, commitment)
-        key = seq_key(seq)
-        if not self.headers.put(key, link + commitment + header, append=True):
-            raise CorruptionError(f"seq {seq} already exists in the log", seq=seq)
-        self.payloads.put(key, salt + payload, append=True)
-        if not self.txn.put(req.event_ids[i].encode(), key, db=self.dbs[EVENT_IDS], overwrite=False):
-            raise DuplicateEventError(f"event id {req.event_ids[i]} is already in the log")
-        self.txn.put(stream_key(req.stream, version), key, db=self.dbs[STREAM_INDEX])
-        self.head.seq = seq
+    def _records(self, req: PreparedAppend, first: int, version: int) -> tuple[list[Any], ...]:
+        """Encode every record of the request and advance the chain."""
+        count = len(req.payloads)
+        salts = new_salts(count)
+        link, now, stream = self.head.hash, self.now, req.stream
+        prefix = stream.encode() + b"\x00"
+        headers, payloads, ids, index = [], [], [], []
+        for i in range(count):
+            seq, payload = first + i, req.payloads[i]
+            salt = salts[i * SALT_SIZE : (i + 1) * SALT_SIZE]
+            header = encode_header(Header(
+                seq, stream, version + 1 + i, req.event_ids[i], req.types[i], now, req.actor,
+                req.causation_id, req.correlation_id, req.schema_versions[i],
+                req.erases if i == 0 else (),
+            ))
+            commitment = sha256(salt + payload).digest()
+            link = sha256(link + header + commitment).digest()
+            key = seq_key(seq)
+            headers.append((key, link + commitment + header))
+            payloads.append((key, salt + payload))
+            ids.append((req.event_ids[i].encode(), key))
+            index.append((prefix + seq_key(version + 1 + i), key))
+        self.head.seq = first + count - 1
         self.head.hash = link
-        self.head.time = self.now
+        self.head.time = now
+        return headers, payloads, ids, index
 
     def _check_version(self, req: PreparedAppend) -> int:
         raw = self.txn.get(req.stream.encode(), db=self.dbs[STREAMS])
