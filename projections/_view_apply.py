@@ -149,7 +149,7 @@ class ViewWriter:
         if self.current_entry(eid) is not None:
             return  # an entry id is recorded once; a repeat is ignored, deterministically
         self.put(b"entries", version_key(eid, rec.seq), r.entry_recorded(rec, event))
-        self._index(event)
+        self._index(event, rec.seq)
         if event.session_id:
             sid = event.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), event, 0)
@@ -214,16 +214,17 @@ class ViewWriter:
                  r.entry_redacted(rec, event, entry, event.target_seq))
         self.put(b"entries", version_key(event.entry_id, rec.seq),
                  r.entry_redacted(rec, event, entry, rec.seq))
-        self._index(entry)
+        self._index(entry, event.target_seq)
         if entry.session_id:
             sid = entry.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), entry, 0)
         self.count("entries")
         self.count(f"kind:{entry.kind}")
 
-    def _index(self, event: EntryRecorded) -> None:
+    def _index(self, event: EntryRecorded, seq: int) -> None:
         sid = event.session_id or ""
         eid = event.entry_id
+        self.txn.put(u64(seq), eid.encode(), db=self.dbs[b"by_seq"])
         self.txn.put(time_key(sid, event.occurred_at, eid), event.kind.encode(),
                      db=self.dbs[b"by_session"])
         self.txn.put(time_key(event.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
@@ -234,6 +235,7 @@ class ViewWriter:
         sid = view.session_id or ""
         self.txn.delete(time_key(sid, view.occurred_at, view.entry_id), db=self.dbs[b"by_session"])
         self.txn.delete(time_key(view.occurred_at, view.entry_id), db=self.dbs[b"by_time"])
+        self.txn.delete(u64(view.recorded_seq), db=self.dbs[b"by_seq"])
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:

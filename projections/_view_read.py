@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ._keys import SEP, latest_version, prefix_items, unpack_u64
+from ._keys import SEP, latest_version, prefix_items, u64, unpack_u64
 from .models import (
     AccessView,
     DecayParams,
@@ -105,6 +105,11 @@ class ViewReader:
             view = self.entry(key[9:].decode())
             if view is not None and view.state in ("live", "redacted"):
                 yield view
+
+    def entry_id_at(self, seq: int) -> str | None:
+        """The id of the entry recorded at ``seq`` (None if gone)."""
+        raw = self.txn.get(u64(seq), db=self.dbs[b"by_seq"])
+        return None if raw is None else bytes(raw).decode()
 
     def derived_from(self, parent_id: str) -> list[str]:
         """Ids of entries derived from ``parent_id``."""

@@ -1,0 +1,118 @@
+"""Input checks for the write side: every check runs before anything is written.
+
+Messages name the field and the rule, never the value of content fields.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from eventstore import InvalidInputError, SizeLimitError, to_micros
+
+__all__ = [
+    "check_choice",
+    "check_content",
+    "check_id",
+    "check_ids",
+    "check_key",
+    "check_labels",
+    "check_unit",
+    "optional_text",
+    "to_time",
+]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+_RESERVED = ("system_", "internal_")
+
+
+def check_id(value: object, field: str) -> str:
+    """An id: letters, digits and ``. _ : @ -``, at most 128 characters."""
+    if not isinstance(value, str) or not _ID.match(value):
+        raise InvalidInputError(
+            f"{field} must be 1-128 characters of letters, digits and . _ : @ - (got {value!r})"
+        )
+    return value
+
+
+def check_ids(values: Iterable[object] | None, field: str) -> tuple[str, ...]:
+    """A tuple of ids (``None`` is empty)."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise InvalidInputError(f"{field} must be a list of ids, not a string")
+    return tuple(dict.fromkeys(check_id(v, field) for v in values))
+
+
+def check_labels(values: Iterable[object] | None, field: str) -> tuple[str, ...]:
+    """Tags and similar labels: non-empty, at most 200 characters each."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise InvalidInputError(f"{field} must be a list, not a string")
+    out = []
+    for v in values:
+        if not isinstance(v, str) or not v.strip() or len(v) > 200:
+            raise InvalidInputError(f"each of {field} must be 1-200 characters")
+        out.append(v.strip())
+    return tuple(dict.fromkeys(out))
+
+
+def check_content(value: object, field: str, limit: int) -> str:
+    """Content: a non-empty string of at most ``limit`` UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string")
+    if not value.strip():
+        raise InvalidInputError(f"{field} must not be empty")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise SizeLimitError(f"{field} is {size} bytes; the limit is {limit} bytes")
+    return value
+
+
+def optional_text(value: object, field: str, limit: int) -> str | None:
+    """Optional content (``None`` or empty means absent)."""
+    if value is None or value == "":
+        return None
+    return check_content(value, field, limit)
+
+
+def check_choice(value: object, field: str, choices: Iterable[str]) -> str:
+    """One of a fixed set of values."""
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)} (got {value!r})")
+    return str(value)
+
+
+def check_unit(value: object, field: str) -> float | None:
+    """A number from 0 to 1, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInputError(f"{field} must be a number from 0 to 1 (got {value!r})")
+    return float(value)
+
+
+def check_key(value: object) -> str:
+    """A memory key (seed 001): ``^[a-z][a-z0-9_]*$``, at most 64, not reserved."""
+    if not isinstance(value, str) or not _KEY.match(value) or len(value) > 64:
+        raise InvalidInputError(
+            f"invalid key {value!r}: use a lowercase letter then lowercase letters, digits "
+            "or _ (at most 64 characters)"
+        )
+    if value.startswith(_RESERVED):
+        raise InvalidInputError(f"invalid key {value!r}: the prefixes system_ and internal_ are reserved")
+    return value
+
+
+def to_time(value: datetime | str | int | None, field: str) -> int | None:
+    """A time (ISO 8601 with zone, aware datetime or microseconds), or None."""
+    if value is None:
+        return None
+    try:
+        return to_micros(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{field}: {exc.message}") from None
