@@ -8,6 +8,7 @@ checkpoints and rebuilds.
 from ._view_read import ViewReader
 from .decay import access_score, decay_factor, importance_of, relevance
 from .models import (
+    DEFAULT_RATES,
     AccessView,
     DecayParams,
     DeletionRecord,
@@ -24,6 +25,7 @@ from .search import SearchIndex, searchable_text
 from .views import VIEW_DBS, ViewStore
 
 __all__ = [
+    "DEFAULT_RATES",
     "VIEW_DBS",
     "AccessView",
     "DecayParams",
