@@ -6,8 +6,8 @@ search), open tasks, the session summary (only when the history was cut), and
 recent messages. Over budget, sections go in seed 002's order, lessons first
 and the handoff last:
 
-    lessons, decisions, oldest messages (one by one), tasks, preferences,
-    memories, project, handoff
+    lessons, decisions, oldest messages (one by one), summary, tasks,
+    preferences, memories, project, handoff
 
 Tokens are counted by a pluggable function; the default is characters / 4,
 rounded up (seed 002).
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DROP_ORDER", "build_context", "chars_over_four"]
 
-DROP_ORDER = ("lessons", "decisions", "messages", "tasks", "preferences", "memories", "project", "handoff")
+DROP_ORDER = ("lessons", "decisions", "messages", "summary", "tasks", "preferences", "memories", "project",
+              "handoff")
 _TITLES = {
     "project": "Project:", "memories": "User memories:", "preferences": "Preferences:",
     "handoff": "Last session:", "decisions": "Relevant decisions:", "lessons": "Relevant lessons:",

@@ -79,7 +79,7 @@ def _term(schema: Any, word: str) -> Any:
         options.append((_Should, tantivy.Query.boost_query(prefix, 0.5)))
     distance = min(2, int(len(word) * 0.2))
     if distance:
-        fuzzy = tantivy.Query.fuzzy_term_query(schema, "content", word, distance=distance)
+        fuzzy = tantivy.Query.fuzzy_term_query(schema, "content", word, distance=distance, prefix=True)
         options.append((_Should, tantivy.Query.boost_query(fuzzy, 0.3)))
     return tantivy.Query.boolean_query(options)
 

@@ -1,0 +1,5 @@
+"""``python -m commands`` runs the memlog CLI."""
+
+from .cli import main
+
+main()

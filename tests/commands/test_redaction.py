@@ -1,0 +1,48 @@
+"""Ingest redaction: secrets never reach any file under the data directory."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from commands import MemoryLog, Redactor
+
+from ..conftest import scan_dir
+
+
+def test_secrets_never_reach_disk(tmp_path: Path) -> None:
+    """An email, an API key and a password in content are not in any file (raw byte scan)."""
+    token = secrets.token_hex(6)
+    email = f"jane.{token}@example.com"
+    api_key = "sk-" + secrets.token_hex(20)
+    password = f"hunter{token}"
+    store = tmp_path / "store"
+    with MemoryLog.open(store) as mem:
+        sid = mem.start_session(user_id="alice")
+        mid = mem.add_message(sid, role="user", content=f"mail {email} key {api_key} password: {password}")
+        mem.record_decision(sid, decision="Rotate keys", rationale=f"leaked {api_key}")
+        mem.remember("alice", "contact", f"write to {email}")
+        mem.search("rotate keys")
+        mem.context(sid)
+        shown = mem.show(mid)
+        assert shown.redactions == {"email": 1, "api_key": 1, "password": 1}
+        assert "[REDACTED]" in (shown.content or "")
+    needles = [email.encode(), api_key.encode(), password.encode(), token.encode()]
+    assert scan_dir(store, needles) == {}
+
+
+def test_redaction_can_be_switched_off(tmp_path: Path) -> None:
+    """With redact_on_ingest off, content is stored as given."""
+    with MemoryLog.open(tmp_path / "s", redact_on_ingest=False) as mem:
+        sid = mem.start_session()
+        mid = mem.add_message(sid, role="user", content="mail bob@example.com")
+        assert mem.show(mid).content == "mail bob@example.com"
+
+
+def test_redactor_counts_per_kind() -> None:
+    """The redactor replaces spans and counts them per pattern kind, custom regexes included."""
+    redactor = Redactor(["email", "password"], {"ticket": r"TICKET-\d+"})
+    counts: dict[str, int] = {}
+    out = redactor.redact("a@b.io and c@d.io, password=abc TICKET-42", counts)
+    assert counts == {"email": 2, "password": 1, "ticket": 1}
+    assert "a@b.io" not in out and "abc" not in out and "TICKET-42" not in out
