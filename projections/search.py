@@ -61,11 +61,11 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
 
 
 def searchable_text(event: EntryRecorded) -> str:
-    """The content plus the free-text fields of the entry's details."""
-    parts = [event.content]
+    """The content, its tags (seed 002 indexes them) and the text fields of its details."""
+    parts = [event.content, *event.tags]
     details = event.details
     if details is not None:
-        for name in ("rationale", "evidence", "recommendation", "topic", "value", "key"):
+        for name in ("rationale", "evidence", "recommendation", "topic", "value", "key", "category"):
             value = getattr(details, name, None)
             if isinstance(value, str):
                 parts.append(value)
