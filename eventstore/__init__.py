@@ -5,7 +5,7 @@
 ...     log.append("session:s1", [SessionStarted(session_id="s1")], actor="cli")
 """
 
-from ._fs import wipe_tree
+from ._fs import MaintenanceLock, wipe_tree
 from ._lmdb_env import RetiredError, SharedEnv, open_shared_env, release_shared_env
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import register_upcaster
@@ -99,6 +99,7 @@ __all__ = [
     "LogBackend",
     "LogBatch",
     "LogSettings",
+    "MaintenanceLock",
     "MemlogError",
     "MemoryForgotten",
     "MemorySaved",

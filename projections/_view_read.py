@@ -99,6 +99,19 @@ class ViewReader:
             if view is not None and view.state in ("live", "redacted"):
                 yield view
 
+    def latest_entries(self) -> Iterator[EntryView]:
+        """The newest version of every entry (any state but deleted), in id order."""
+        cursor = self.txn.cursor(db=self.dbs[b"entries"])
+        pending: Any = None
+        entity = b""
+        for key, value in cursor.iternext():
+            name = bytes(key[:-9])
+            if pending is not None and name != entity:
+                yield _entry(pending)
+            entity, pending = name, bytes(value)
+        if pending is not None:
+            yield _entry(pending)
+
     def entries_by_time(self, newest_first: bool = False) -> Iterator[EntryView]:
         """Every live entry by ``occurred_at``."""
         for key, _ in prefix_items(self.txn, self.dbs[b"by_time"], b"", newest_first):

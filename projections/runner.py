@@ -18,18 +18,20 @@ import contextlib
 import fcntl
 import os
 import secrets
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from eventstore import EventLog, RecordedEvent, RetiredError
+from eventstore import EventLog, RecordedEvent, RetiredError, purge_env, wipe_tree
 
 from ._fsutil import wipe_dir
 from ._search_apply import search_ops
 from ._view_read import ViewReader
-from .search import SearchIndex
+from .search import OPEN_SEQ, SearchIndex, entry_document
 from .views import VIEW_DBS, ViewStore
 
-__all__ = ["Projections"]
+__all__ = ["Projections", "PurgeSplit"]
 
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
@@ -75,7 +77,7 @@ class Projections:
 
     def _close_stores(self) -> None:
         if self.search_index is not None:
-            self.search_index.rollback()
+            self.search_index.close()
             self.search_index = None
         if self.views is not None:
             self.views.close()
@@ -114,7 +116,8 @@ class Projections:
     def _catch_up_search(self, head: int, progress: Progress | None) -> None:
         index = self.search_index
         assert index is not None and self.views is not None
-        with _file_lock(self.root / "search.lock"):
+        with index.lock.shared(), _file_lock(self.root / "search.lock"):
+            index.refresh()
             marks = [shard.checkpoint() for shard in index.shards]
             start = min(marks)
             if start >= head:
@@ -148,21 +151,51 @@ class Projections:
 
     @contextlib.contextmanager
     def read(self, as_of: int | None = None, search: bool = False) -> Iterator[ViewReader]:
-        """Catch up, then read the views (as of a seq, if given)."""
-        for attempt in range(3):
-            try:
-                self.catch_up(search=search)
-                assert self.views is not None
-                scope = self.views.read(as_of)
-                reader = scope.__enter__()
-                break
-            except RetiredError:
-                if attempt == 2:
-                    raise
-        try:
+        """Catch up, then read the views (as of a seq, if given).
+
+        With ``search``, the search index is caught up too and its maintenance
+        lock is held shared for the block, so no shard is wiped under a search.
+        """
+        with contextlib.ExitStack() as stack:
+            for attempt in range(3):
+                try:
+                    self.catch_up(search=search)
+                    assert self.views is not None and self.search_index is not None
+                    if search:
+                        stack.enter_context(self.search_index.lock.shared())
+                        self.search_index.refresh()
+                    reader = stack.enter_context(self.views.read(as_of))
+                    break
+                except RetiredError:
+                    stack.close()
+                    if attempt == 2:
+                        raise
             yield reader
-        finally:
-            scope.__exit__(None, None, None)
+
+    # -- physical purge -----------------------------------------------------
+
+    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0) -> PurgeSplit:
+        """Rewrite the views and the search shards holding ``entry_ids`` without
+        stale bytes; retire leftover projection directories."""
+        self.catch_up(search=True)
+        assert self.views is not None and self.search_index is not None
+        started = time.perf_counter()
+        report = purge_env(self.views.shared, timeout)
+        views_s = time.perf_counter() - started
+        index = self.search_index
+        shards = sorted({index.shard_of(eid) for eid in entry_ids})
+        rewritten = [str(p) for p in report.files_rewritten]
+        with index.lock.exclusive(timeout):
+            checkpoint = index.checkpoint()
+            for n in shards:
+                with self.views.read() as views:
+                    old = index.shards[n].rebuild(_shard_docs(views, index, n), checkpoint)
+                rewritten.append(str(index.shards[n].link))
+                wipe_tree(old)
+        for path in self.data_dir.glob("proj-*"):
+            if path.is_dir() and path.name != self._target:
+                wipe_dir(path, VIEW_DBS)
+        return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
 
     # -- rebuild ------------------------------------------------------------
 
@@ -204,6 +237,23 @@ class Projections:
         for path in self.data_dir.glob("proj-*"):
             if path.name != target and path.is_dir():
                 wipe_dir(path, VIEW_DBS)
+
+
+class PurgeSplit(NamedTuple):
+    """What a projection purge rewrote and how long each part took."""
+
+    files_rewritten: tuple[str, ...]
+    views_seconds: float
+    search_seconds: float
+
+
+def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
+    """The documents shard ``shard`` must hold, rebuilt from the views."""
+    for view in views.latest_entries():
+        if view.entry is None or index.shard_of(view.entry_id) != shard:
+            continue
+        ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
+        yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ together with the shard's other changes.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 import zlib
 from collections.abc import Iterable
@@ -22,7 +23,7 @@ from typing import Any
 
 import tantivy
 
-from eventstore import EntryRecorded, InvalidQueryError, StorageError
+from eventstore import EntryRecorded, InvalidQueryError, MaintenanceLock, StorageError
 
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
 
@@ -74,18 +75,34 @@ def searchable_text(event: EntryRecorded) -> str:
 
 
 class SearchShard:
-    """One Tantivy index directory."""
+    """One Tantivy index, reached through a symlink ``shard-NN -> shard-NN.<id>``.
 
-    def __init__(self, path: Path, schema: Any) -> None:
-        self.path = path
+    A rebuild writes a fresh directory and swaps the link; every use first
+    checks the link and reopens when it moved.
+    """
+
+    def __init__(self, link: Path, schema: Any) -> None:
+        self.link = link
         self.schema = schema
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            self.index = tantivy.Index(schema, path=str(path), reuse=True)
-        except (ValueError, OSError) as exc:
-            raise StorageError(f"cannot open search shard {path.name}: {exc}") from None
+        if not link.is_symlink():
+            _point(link, _fresh_dir(link))
+        self.target = ""
+        self.index: Any = None
         self.writer: Any = None
         self.dirty = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Reopen the index if a rebuild swapped the link."""
+        target = os.readlink(self.link)
+        if target == self.target and self.index is not None:
+            return
+        self.rollback()
+        try:
+            self.index = tantivy.Index(self.schema, path=str(self.link.parent / target), reuse=True)
+        except (ValueError, OSError) as exc:
+            raise StorageError(f"cannot open search shard {self.link.name}: {exc}") from None
+        self.target = target
 
     def open_writer(self, timeout: float = 30.0) -> Any:
         """The shard's writer, waiting while another process holds it."""
@@ -95,7 +112,7 @@ class SearchShard:
                 self.writer = self.index.writer(_HEAP, 1)
             except ValueError as exc:
                 if "LockBusy" not in str(exc) or time.monotonic() > deadline:
-                    raise StorageError(f"search shard {self.path.name} is busy: {exc}") from None
+                    raise StorageError(f"search shard {self.link.name} is busy: {exc}") from None
                 time.sleep(0.01)
         return self.writer
 
@@ -103,11 +120,7 @@ class SearchShard:
         """Store the checkpoint document and commit, then release the writer."""
         writer = self.open_writer()
         writer.delete_documents_by_query(tantivy.Query.term_query(self.schema, "rseq", 0))
-        doc = tantivy.Document()
-        doc.add_unsigned("rseq", 0)
-        doc.add_unsigned("from_seq", checkpoint)
-        doc.add_unsigned("to_seq", 0)
-        writer.add_document(doc)
+        writer.add_document(_checkpoint_doc(checkpoint))
         writer.commit()
         writer.wait_merging_threads()
         self.writer = None
@@ -131,15 +144,73 @@ class SearchShard:
             return 0
         return int(searcher.fast_field_values("from_seq", [hits[0][1]])[0] or 0)
 
+    def rebuild(self, docs: Iterable[Any], checkpoint: int) -> Path:
+        """Write ``docs`` into a fresh directory, swap the link; return the old directory."""
+        fresh = _fresh_dir(self.link)
+        index = tantivy.Index(self.schema, path=str(fresh), reuse=False)
+        writer = index.writer(_HEAP, 1)
+        for doc in docs:
+            writer.add_document(doc)
+        writer.add_document(_checkpoint_doc(checkpoint))
+        writer.commit()
+        writer.wait_merging_threads()
+        old = self.link.parent / os.readlink(self.link)
+        self.rollback()
+        self.index = None
+        _point(self.link, fresh)
+        self.refresh()
+        return old
+
+
+def _checkpoint_doc(checkpoint: int) -> Any:
+    doc = tantivy.Document()
+    doc.add_unsigned("rseq", 0)
+    doc.add_unsigned("from_seq", checkpoint)
+    doc.add_unsigned("to_seq", 0)
+    return doc
+
+
+def _fresh_dir(link: Path) -> Path:
+    fresh = link.parent / f"{link.name}.{secrets.token_hex(4)}"
+    fresh.mkdir(mode=0o700)
+    return fresh
+
+
+def _point(link: Path, target: Path) -> None:
+    """Atomically make ``link`` point at ``target`` (a sibling)."""
+    tmp = link.parent / f".{link.name}.{secrets.token_hex(4)}"
+    os.symlink(target.name, tmp)
+    os.replace(tmp, link)
+    fd = os.open(link.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
 
 class SearchIndex:
-    """All shards of the search projection under one directory."""
+    """All shards of the search projection under one directory.
+
+    Searches and catch-ups hold ``maint.lock`` shared; a shard rebuild holds it
+    exclusive while it swaps and wipes, so nobody reads a file being wiped.
+    """
 
     def __init__(self, path: Path, shards: int = 4) -> None:
         self.path = path
         self.schema = build_schema()
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.lock = MaintenanceLock(path / "maint.lock")
         self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
+
+    def close(self) -> None:
+        """Drop uncommitted work and release the lock file."""
+        self.rollback()
+        self.lock.close()
+
+    def refresh(self) -> None:
+        """Reopen shards whose link moved."""
+        for shard in self.shards:
+            shard.refresh()
 
     def shard_of(self, entry_id: str) -> int:
         """The shard an entry id lives in (stable across processes)."""
