@@ -30,7 +30,6 @@ from eventstore import (
     EventLog,
     InvalidInputError,
     LogSettings,
-    MemoryForgotten,
     MemorySaved,
     NotFoundError,
     SessionArchived,
@@ -44,6 +43,7 @@ from projections import DEFAULT_RATES, Projections, SearchQuery, ViewReader
 
 from . import _log
 from ._entries import ROLES, STATUSES, EntryFactory, new_id
+from ._privacy_api import PrivacyAPI
 from ._search import find
 from .redaction import Redactor
 from .results import (
@@ -73,7 +73,7 @@ _RETRIES = 5
 SORTS = ("relevance", "newest", "oldest")
 
 
-class MemoryLog:
+class MemoryLog(PrivacyAPI):
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings) -> None:
@@ -356,16 +356,6 @@ class MemoryLog:
         self._append(f"user:{uid}", lambda: [event])
         _log.info("memory saved", user_id=uid, memory_id=mid)
         return mid
-
-    def forget(self, user_id: str, key: str) -> None:
-        """Forget a user memory by key (its content leaves every view)."""
-        uid, k = check_id(user_id, "user id"), check_key(key)
-        with self._reader() as views:
-            found = [m for m in views.memories(uid) if m.key == k]
-        if not found:
-            raise NotFoundError(f"user {uid} has no memory under key {k}", code="E_MEMORY_NOT_FOUND")
-        event = MemoryForgotten(user_id=uid, key=k, memory_id=found[0].memory_id)
-        self._append(f"user:{uid}", lambda: [event])
 
     def memories(self, user_id: str) -> list[MemoryResult]:
         """A user's live memories, by key."""

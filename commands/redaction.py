@@ -47,6 +47,10 @@ class Redactor:
                 counts[kind] = counts.get(kind, 0) + n
         return text
 
+    def spans(self, text: str) -> list[str]:
+        """The substrings that :meth:`redact` would remove (to scan for after a purge)."""
+        return [m.group(0) for _, pattern in self._patterns for m in pattern.finditer(text)]
+
     def redact_optional(self, text: str | None, counts: dict[str, int]) -> str | None:
         """Like :meth:`redact`, passing ``None`` through."""
         return None if text is None else self.redact(text, counts)

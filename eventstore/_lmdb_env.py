@@ -56,6 +56,8 @@ class SharedEnv:
     # -- lifecycle ---------------------------------------------------------
 
     def _open(self) -> None:
+        if not (self.path / "generation").exists():
+            write_int_file(self.path / "generation", 0)  # so every check finds a file
         self.generation = read_int_file(self.path / "generation")
         try:
             self.env = lmdb.open(

@@ -1,0 +1,312 @@
+"""Forgetting for real: deletion, redaction and retention, each ending in a purge.
+
+The flow of a deletion (DESIGN section 5):
+
+1. ``deletion.requested`` and the tombstone ``entries.deleted`` are appended in
+   one transaction that also deletes the erased payloads from the log;
+2. the purge rewrites the log (compacting copy, swap, zero-fill), the views
+   (the same) and every search shard that held a deleted entry (rebuilt into a
+   fresh directory, swapped in, the old files zero-filled);
+3. a forensic scan reads every file under the data directory looking for the
+   deleted content (kept in memory only, never written);
+4. ``purge.completed`` records what was rewritten and the scan's result.
+
+Nothing here logs or returns content: reports hold ids, counts and reasons.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from eventstore import (
+    AppendRequest,
+    DeletedRef,
+    DeletionCriteria,
+    DeletionRequested,
+    EntriesDeleted,
+    EntryRecorded,
+    EntryRedacted,
+    InvalidInputError,
+    NotFoundError,
+    PurgeCompleted,
+    RetentionApplied,
+)
+from projections import EntryView, ViewReader
+
+from . import _log
+from ._entries import new_id
+from .redaction import Redactor
+from .scan import scan_tree
+
+if TYPE_CHECKING:
+    from .memory import MemoryLog
+
+__all__ = [
+    "DeletionReport",
+    "Selection",
+    "purge_pending",
+    "run_deletion",
+    "run_redaction",
+    "run_retention",
+    "select",
+]
+
+
+class DeletionReport(msgspec.Struct, frozen=True):
+    """The outcome of a deletion: ids, counts and the purge, never content."""
+
+    request_id: str
+    deleted: int
+    ids: tuple[str, ...]
+    purged: bool
+    seq: int
+    erased_seqs: tuple[int, ...] = ()
+    counts_by_kind: dict[str, int] = {}
+    pending: bool = False
+    verified: bool | None = None
+    bytes_scanned: int = 0
+    files_rewritten: tuple[str, ...] = ()
+    seconds: dict[str, float] = {}
+
+
+class Selection:
+    """What a request selects: refs for the tombstone, seqs to erase, needles to scan for."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, DeletedRef] = {}
+        self.seqs: set[int] = set()
+        self.needles: set[bytes] = set()
+
+    def add_entry(self, view: EntryView) -> None:
+        self.refs[view.entry_id] = DeletedRef(view.entry_id, view.kind, view.recorded_seq, view.session_id)
+        self.seqs.add(view.recorded_seq)
+        if view.redacted is not None:
+            self.seqs.add(view.redacted.seq)
+        if view.entry is not None:
+            self.needle(view.entry.content)
+            for value in msgspec.to_builtins(view.entry.details or {}).values():
+                if isinstance(value, str):
+                    self.needle(value)
+
+    def needle(self, text: str) -> None:
+        raw = text.encode()
+        if len(raw) >= 12:  # shorter strings match unrelated bytes by chance
+            self.needles.add(raw)
+
+
+def select(views: ViewReader, criteria: DeletionCriteria) -> Selection:
+    """Resolve a request against the current views."""
+    sel = Selection()
+    for item in criteria.ids:
+        _select_id(views, sel, item)
+    if criteria.session_id is not None:
+        _select_session(views, sel, criteria.session_id)
+    if criteria.user_id is not None:
+        _select_user(views, sel, criteria.user_id)
+    if criteria.kinds or criteria.tags or criteria.before is not None or criteria.after is not None:
+        for view in views.latest_entries():
+            if _matches(view, criteria):
+                sel.add_entry(view)
+    if criteria.include_derived:
+        _add_derived(views, sel)
+    return sel
+
+
+def _select_id(views: ViewReader, sel: Selection, item: str) -> None:
+    view = views.entry(item)
+    if view is not None and view.state != "deleted":
+        sel.add_entry(view)
+        return
+    memory = views.memory_by_id(item)
+    if memory is None or memory.state == "deleted":
+        raise NotFoundError(f"nothing to delete with id {item}", code="E_ENTRY_NOT_FOUND")
+    _select_memory(views, sel, memory.user_id, memory.key)
+
+
+def _select_memory(views: ViewReader, sel: Selection, user_id: str, key: str) -> None:
+    for version in views.memory_versions(user_id, key):
+        sel.refs[version.memory_id] = DeletedRef(version.memory_id, "memory", version.saved_seq)
+        sel.seqs.add(version.saved_seq)
+        if version.content:
+            sel.needle(version.content)
+
+
+def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
+    session = views.session(session_id)
+    if session is None:
+        raise NotFoundError(f"session {session_id} not found", code="E_SESSION_NOT_FOUND")
+    sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
+    sel.seqs.add(session.started_seq)
+    for value in session.metadata.values():
+        sel.needle(value)
+    for view in views.latest_entries():
+        if view.session_id == session_id and view.state != "deleted":
+            sel.add_entry(view)
+
+
+def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:
+    for session in list(views.sessions()):
+        if session.user_id == user_id:
+            _select_session(views, sel, session.session_id)
+    for view in views.latest_entries():
+        if view.user_id == user_id and view.state != "deleted":
+            sel.add_entry(view)
+    for memory in views.memories(user_id, include_gone=True):
+        _select_memory(views, sel, user_id, memory.key)
+
+
+def _matches(view: EntryView, c: DeletionCriteria) -> bool:
+    if view.entry is None or view.state == "deleted":
+        return False
+    if c.kinds and view.kind not in c.kinds:
+        return False
+    if c.tags and not set(c.tags) & set(view.entry.tags):
+        return False
+    if c.before is not None and view.occurred_at >= c.before:
+        return False
+    return not (c.after is not None and view.occurred_at < c.after)
+
+
+def _add_derived(views: ViewReader, sel: Selection) -> None:
+    queue = [r.entry_id for r in sel.refs.values() if r.kind not in ("memory", "session")]
+    while queue:
+        for child in views.derived_from(queue.pop()):
+            view = views.entry(child)
+            if child not in sel.refs and view is not None and view.state != "deleted":
+                sel.add_entry(view)
+                queue.append(child)
+
+
+def run_deletion(mem: MemoryLog, criteria: DeletionCriteria, reason: str, requested_by: str,
+                 defer: bool) -> DeletionReport:
+    """Append the request and tombstone (erasing payloads), then purge unless deferred."""
+    with mem.proj.read() as views:
+        sel = select(views, criteria)
+    if not sel.refs:
+        raise InvalidInputError("the request selects nothing to delete")
+    request_id = new_id("del")
+    counts: dict[str, int] = {}
+    for ref in sel.refs.values():
+        counts[ref.kind] = counts.get(ref.kind, 0) + 1
+    seqs = tuple(sorted(sel.seqs))
+    ids = tuple(sel.refs)
+    tombstone = EntriesDeleted(request_id=request_id, entry_ids=ids, erased_seqs=seqs,
+                               counts_by_kind=counts, refs=tuple(sel.refs.values()))
+    asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason,
+                              requested_by=requested_by)
+    results = mem.log.append_many([AppendRequest("system", [asked], requested_by),
+                                   AppendRequest("system", [tombstone], requested_by, erases=seqs)])
+    _log.info("deletion recorded", request_id=request_id, entries=len(ids), erased=len(seqs))
+    report = DeletionReport(request_id=request_id, deleted=len(ids), ids=ids, purged=False,
+                            seq=results[-1].last_seq, erased_seqs=seqs, counts_by_kind=counts,
+                            pending=True)
+    if defer:
+        return report
+    return finish_purge(mem, report, [request_id], ids, sel.needles)
+
+
+def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
+                 entry_ids: Iterable[str], needles: set[bytes]) -> DeletionReport:
+    """Purge log, views and shards; scan; record ``purge.completed``."""
+    started = time.perf_counter()
+    log_report = mem.log.purge()
+    log_s = time.perf_counter() - started
+    split = mem.proj.purge(entry_ids, mem.log.settings.purge_lock_timeout)
+    scan_started = time.perf_counter()
+    found, scanned = scan_tree(mem.data_dir, needles)
+    verify = mem.log.verify()
+    verify_s = time.perf_counter() - scan_started
+    verified = not found and verify.ok
+    files = (*[str(Path(f).relative_to(mem.data_dir)) for f in log_report.files_rewritten],
+             *[str(Path(f).relative_to(mem.data_dir)) for f in split.files_rewritten])
+    total = time.perf_counter() - started
+    done = PurgeCompleted(request_ids=tuple(request_ids), files_rewritten=files, bytes_scanned=scanned,
+                          verified=verified, seconds=round(total, 6))
+    seq = mem.log.append("system", [done], actor="purge").last_seq
+    _log.info("purge completed", requests=len(request_ids), verified=verified, files=len(files))
+    return msgspec.structs.replace(
+        report, purged=True, pending=False, verified=verified, bytes_scanned=scanned,
+        files_rewritten=files, seq=seq,
+        seconds={"log_compact_s": round(log_s, 6), "views_compact_s": round(split.views_seconds, 6),
+                 "index_rebuild_s": round(split.search_seconds, 6), "verify_s": round(verify_s, 6),
+                 "total_s": round(total, 6)})
+
+
+def purge_pending(mem: MemoryLog) -> DeletionReport | None:
+    """Run the physical purge for every deletion whose purge was deferred."""
+    with mem.proj.read() as views:
+        pending = [d for d in views.deletions() if d.deleted_seq is not None and d.purge_seq is None]
+    if not pending:
+        return None
+    ids = tuple(i for d in pending for i in d.entry_ids)
+    report = DeletionReport(request_id=pending[-1].request_id, deleted=len(ids), ids=ids, purged=False,
+                            seq=mem.log.head().seq, pending=True)
+    return finish_purge(mem, report, [d.request_id for d in pending], ids, set())
+
+
+def run_redaction(mem: MemoryLog, entry_id: str, redactor: Redactor, reason: str,
+                  requested_by: str, defer: bool) -> DeletionReport:
+    """Remove spans from a stored entry: erase its payloads, append the redacted entry, purge."""
+    with mem.proj.read() as views:
+        view = views.entry(entry_id)
+    if view is None or view.entry is None or view.state not in ("live", "redacted"):
+        raise NotFoundError(f"entry {entry_id} not found", code="E_ENTRY_NOT_FOUND")
+    counts: dict[str, int] = {}
+    needles = Selection()
+    for text in _texts(view):
+        for span in redactor.spans(text):
+            if len(span.encode()) >= 6:
+                needles.needles.add(span.encode())
+    entry = _redacted_entry(view, redactor, counts)
+    if not counts:
+        raise InvalidInputError(f"no pattern matched in entry {entry_id}; nothing was redacted")
+    seqs = sorted({view.recorded_seq, *((view.redacted.seq,) if view.redacted else ())})
+    event = EntryRedacted(entry_id=entry_id, target_seq=view.recorded_seq, spans=counts,
+                          reason=reason, requested_by=requested_by, redacted=entry)
+    result = mem.log.erase(seqs, event, stream="system", actor=requested_by)
+    _log.info("entry redacted", entry_id=entry_id, spans=sum(counts.values()))
+    report = DeletionReport(request_id=result.event_ids[0], deleted=0, ids=(entry_id,), purged=False,
+                            seq=result.last_seq, erased_seqs=tuple(seqs), counts_by_kind=counts,
+                            pending=True)
+    if defer:
+        return report
+    return finish_purge(mem, report, [], [entry_id], needles.needles)
+
+
+def _texts(view: EntryView) -> list[str]:
+    assert view.entry is not None
+    details = msgspec.to_builtins(view.entry.details or {})
+    return [view.entry.content, *(v for v in details.values() if isinstance(v, str))]
+
+
+def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int]) -> EntryRecorded:
+    entry = view.entry
+    assert entry is not None
+    details = entry.details
+    if details is not None:
+        changes = {name: redactor.redact(value, counts)
+                   for name in ("rationale", "evidence", "recommendation", "value")
+                   if isinstance(value := getattr(details, name, None), str)}
+        details = msgspec.structs.replace(details, **changes) if changes else details
+    return msgspec.structs.replace(entry, content=redactor.redact(entry.content, counts), details=details)
+
+
+def run_retention(mem: MemoryLog, as_of: int, policy: dict[str, int], defer: bool) -> DeletionReport | None:
+    """Delete every entry older than its kind's retention, as a deletion with reason "retention"."""
+    day = 86_400_000_000
+    with mem.proj.read() as views:
+        ids = tuple(v.entry_id for v in views.latest_entries()
+                    if v.entry is not None and v.kind in policy and v.state != "deleted"
+                    and v.occurred_at < as_of - policy[v.kind] * day)
+    report = None
+    if ids:
+        criteria = DeletionCriteria(ids=ids, include_derived=False)
+        report = run_deletion(mem, criteria, "retention", "retention", defer)
+    applied = RetentionApplied(as_of=as_of, policy=policy, request_id=report.request_id if report else None)
+    mem.log.append("system", [applied], actor="retention")
+    return report
