@@ -16,9 +16,9 @@ Nothing here logs or returns content: reports hold ids, counts and reasons.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -222,8 +222,9 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
     verify = mem.log.verify()
     verify_s = time.perf_counter() - scan_started
     verified = not found and verify.ok
-    files = (*[str(Path(f).relative_to(mem.data_dir)) for f in log_report.files_rewritten],
-             *[str(Path(f).relative_to(mem.data_dir)) for f in split.files_rewritten])
+    root = os.path.abspath(mem.data_dir)
+    files = tuple(os.path.relpath(os.path.abspath(f), root)
+                  for f in (*log_report.files_rewritten, *split.files_rewritten))
     total = time.perf_counter() - started
     done = PurgeCompleted(request_ids=tuple(request_ids), files_rewritten=files, bytes_scanned=scanned,
                           verified=verified, seconds=round(total, 6))
