@@ -29,6 +29,7 @@ from .errors import (
 from .events import (
     ENTRY_KINDS,
     EVENT_TYPES,
+    ID_PATTERN,
     SCHEMA_VERSIONS,
     DecayApplied,
     DecisionDetails,
@@ -66,6 +67,7 @@ from .timeutil import format_micros, now_micros, parse_time, to_micros
 __all__ = [
     "ENTRY_KINDS",
     "EVENT_TYPES",
+    "ID_PATTERN",
     "SCHEMA_VERSIONS",
     "AppendRequest",
     "AppendResult",

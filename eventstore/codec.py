@@ -9,6 +9,7 @@ Upcasters rewrite an old payload shape into the next version. They are keyed by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ import msgspec
 
 from .envelope import Header
 from .errors import CorruptionError, InvalidEventError, SizeLimitError
-from .events import EVENT_TYPES, SCHEMA_VERSIONS, Event
+from .events import EVENT_TYPES, ID_PATTERN, SCHEMA_VERSIONS, Event
 
 __all__ = [
     "decode_header",
@@ -34,6 +35,8 @@ _header_decoder = msgspec.msgpack.Decoder(Header)
 _event_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
 _any_decoder = msgspec.msgpack.Decoder()
 _upcasters: dict[tuple[str, int], Upcaster] = {}
+_ID = re.compile(ID_PATTERN)
+_ID_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def encode_header(header: Header) -> bytes:
@@ -87,12 +90,43 @@ def validate_payload(event: object, max_bytes: int) -> bytes:
         raise InvalidEventError(f"{type(event).__name__} cannot be encoded: {exc}") from None
     if len(data) > max_bytes:
         raise _too_large(event, len(data), max_bytes)
+    tag = event.__struct_config__.tag  # type: ignore[attr-defined]
     try:
         _event_decoder.decode(data)
     except msgspec.ValidationError as exc:
-        tag = event.__struct_config__.tag  # type: ignore[attr-defined]
         raise InvalidEventError(f"invalid {tag} event: {_describe(exc)}") from None
+    bad = _bad_id(event, "$")
+    if bad is not None:
+        raise InvalidEventError(
+            f"invalid {tag} event: `{bad}` must be an id of letters, digits and . _ : @ - (max 128)"
+        )
     return data
+
+
+def _bad_id(obj: object, path: str) -> str | None:
+    """The path of the first id field of ``obj`` (recursively) that is not a valid id."""
+    for name, is_id in _id_fields(type(obj)):
+        value = getattr(obj, name)
+        where = f"{path}.{name}"
+        items = value if isinstance(value, tuple | list) else (value,)
+        for item in items:
+            if is_id and isinstance(item, str) and not _ID.match(item):
+                return where
+            if isinstance(item, msgspec.Struct) and (found := _bad_id(item, where)) is not None:
+                return found
+    return None
+
+
+def _id_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(field, holds ids) for every field of a Struct type, from its annotations."""
+    cached = _ID_FIELDS.get(cls)
+    if cached is None:
+        notes = {k: str(v) for c in reversed(cls.__mro__)
+                 for k, v in getattr(c, "__annotations__", {}).items()}
+        cached = tuple((name, bool(re.search(r"\bId\b", notes.get(name, ""))))
+                       for name in getattr(cls, "__struct_fields__", ()))
+        _ID_FIELDS[cls] = cached
+    return cached
 
 
 def register_upcaster(tag: str, from_version: int, fn: Upcaster) -> None:
