@@ -211,7 +211,9 @@ def remember(ctx: Context, user_id: str, key: str, content: str) -> None:
 @pass_context
 def forget(ctx: Context, user_id: str, key: str) -> None:
     """Forget a user's memory under KEY."""
-    def act(m: MemoryLog) -> None:
-        m.forget(user_id, key)
-
-    _write(ctx, act, f"forgot {key}")
+    with ctx.memory() as mem:
+        report = mem.forget(user_id, key)
+    ctx.emit({"id": report.request_id, "seq": report.seq, "purged": report.purged,
+              "verified": report.verified},
+             f"forgot {key}: request {report.request_id}, purged and "
+             f"{'verified' if report.verified else 'NOT verified'} (seq {report.seq})")
