@@ -15,6 +15,7 @@ from .errors import LockTimeoutError, StorageError, StorageFullError
 
 __all__ = [
     "MaintenanceLock",
+    "create_int_file",
     "ensure_private_dir",
     "fsync_dir",
     "read_int_file",
@@ -61,7 +62,7 @@ def read_int_file(path: Path, default: int = 0) -> int:
 
 def write_int_file(path: Path, value: int) -> None:
     """Atomically and durably replace a small integer file (mode 0600)."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, str(value).encode())
@@ -70,6 +71,19 @@ def write_int_file(path: Path, value: int) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def create_int_file(path: Path, value: int) -> None:
+    """Create a small integer file unless it exists (safe when processes race)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.write(fd, str(value).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def wipe_fd(fd: int) -> int:
@@ -104,10 +118,15 @@ def wipe_tree(path: Path) -> int:
     total = 0
     for root, dirs, files in os.walk(path, topdown=False):
         for name in files:
-            total += wipe_file(Path(root) / name)
+            target = Path(root) / name
+            if target.is_symlink():
+                target.unlink()
+            else:
+                total += wipe_file(target)
         for name in dirs:
+            target = Path(root) / name
             with contextlib.suppress(OSError):
-                (Path(root) / name).rmdir()
+                target.unlink() if target.is_symlink() else target.rmdir()
     with contextlib.suppress(OSError):
         path.rmdir()
     return total

@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from ._fs import MaintenanceLock, ensure_private_dir, read_int_file, storage_error, write_int_file
+from ._fs import (
+    MaintenanceLock,
+    create_int_file,
+    ensure_private_dir,
+    read_int_file,
+    storage_error,
+    write_int_file,
+)
 from .errors import MemlogError, StorageError
 
 __all__ = ["RETIRED", "RetiredError", "SharedEnv", "open_shared_env", "release_shared_env"]
@@ -56,8 +63,7 @@ class SharedEnv:
     # -- lifecycle ---------------------------------------------------------
 
     def _open(self) -> None:
-        if not (self.path / "generation").exists():
-            write_int_file(self.path / "generation", 0)  # so every check finds a file
+        create_int_file(self.path / "generation", 0)  # so every check finds a file
         self.generation = read_int_file(self.path / "generation")
         try:
             self.env = lmdb.open(

@@ -173,6 +173,8 @@ class ViewWriter:
             ref = refs.get(eid) or DeletedRef(eid, "unknown", rec.seq)
             if ref.kind == "memory":
                 self._delete_memory(eid)
+            elif ref.kind == "session":
+                self._delete_session(eid)
             else:
                 self._delete_entry(ref, tomb)
 
@@ -290,6 +292,14 @@ class ViewWriter:
         for seq, _ in list(all_versions(self.txn, db, entity)):
             self.txn.delete(version_key(entity, seq), db=db)
         self.txn.delete(memory_id.encode(), db=self.dbs[b"memory_ids"])
+
+    def _delete_session(self, session_id: str) -> None:
+        """Drop the manifest versions (they may hold metadata) and the statistics."""
+        db = self.dbs[b"sessions"]
+        for seq, _ in list(all_versions(self.txn, db, session_id)):
+            self.txn.delete(version_key(session_id, seq), db=db)
+        self.session_stats.pop(session_id, None)
+        self.txn.delete(session_id.encode(), db=self.dbs[b"session_stats"])
 
     def _ledger(self, request_id: str, fn: Any) -> DeletionRecord | None:
         raw = self.txn.get(request_id.encode(), db=self.dbs[b"deletions"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ._keys import SEP, latest_version, prefix_items, u64, unpack_u64
+from ._keys import SEP, all_versions, latest_version, prefix_items, u64, unpack_u64
 from .models import (
     AccessView,
     DecayParams,
@@ -141,6 +141,11 @@ class ViewReader:
                 if include_gone or view.state == "live":
                     out.append(view)
         return out
+
+    def memory_versions(self, user_id: str, key: str) -> list[MemoryView]:
+        """Every stored version of one memory (each save keeps its seq and id)."""
+        entity = f"{user_id}{SEP.decode()}{key}"
+        return [_memory(raw) for _, raw in all_versions(self.txn, self.dbs[b"memories"], entity)]
 
     def memory_by_id(self, memory_id: str) -> MemoryView | None:
         """A memory by its id."""
