@@ -105,27 +105,37 @@ def validate_payload(event: object, max_bytes: int) -> bytes:
 
 def _bad_id(obj: object, path: str) -> str | None:
     """The path of the first id field of ``obj`` (recursively) that is not a valid id."""
-    for name, is_id in _id_fields(type(obj)):
+    for name, holds_ids in _id_fields(type(obj)):
         value = getattr(obj, name)
+        if value is None:
+            continue
         where = f"{path}.{name}"
-        items = value if isinstance(value, tuple | list) else (value,)
-        for item in items:
-            if is_id and isinstance(item, str) and not _ID.match(item):
-                return where
-            if isinstance(item, msgspec.Struct) and (found := _bad_id(item, where)) is not None:
+        for item in value if isinstance(value, tuple | list) else (value,):
+            if holds_ids:
+                if isinstance(item, str) and not _ID.match(item):
+                    return where
+            elif isinstance(item, msgspec.Struct) and (found := _bad_id(item, where)) is not None:
                 return found
     return None
 
 
+_NESTED = re.compile(r"\b(Details|\w+Details|DeletionCriteria|DeletedRef|EntryRecorded|EntryChanges)\b")
+
+
 def _id_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """(field, holds ids) for every field of a Struct type, from its annotations."""
+    """The fields worth visiting: (name, True) for ids, (name, False) for nested structs."""
     cached = _ID_FIELDS.get(cls)
     if cached is None:
         notes = {k: str(v) for c in reversed(cls.__mro__)
                  for k, v in getattr(c, "__annotations__", {}).items()}
-        cached = tuple((name, bool(re.search(r"\bId\b", notes.get(name, ""))))
-                       for name in getattr(cls, "__struct_fields__", ()))
-        _ID_FIELDS[cls] = cached
+        fields = []
+        for name in getattr(cls, "__struct_fields__", ()):
+            note = notes.get(name, "")
+            if re.search(r"\bId\b", note):
+                fields.append((name, True))
+            elif _NESTED.search(note):
+                fields.append((name, False))
+        cached = _ID_FIELDS[cls] = tuple(fields)
     return cached
 
 

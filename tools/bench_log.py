@@ -230,7 +230,7 @@ def raw_write(env: Any, dbs: list[Any], txns: Sequence[RawTxn]) -> None:
     headers, payloads, streams, index, ids, meta = dbs
     for t in txns:
         with env.begin(write=True) as txn:
-            txn.get(b"head_seq", db=meta)
+            txn.get(b"head", db=meta)
             txn.get(t.stream, db=streams)
             hcur = txn.cursor(db=headers)
             pcur = txn.cursor(db=payloads)
@@ -242,10 +242,7 @@ def raw_write(env: Any, dbs: list[Any], txns: Sequence[RawTxn]) -> None:
                     raise RuntimeError("raw duplicate event id")
                 txn.put(ikey, key, db=index)
             txn.put(t.stream, t.version, db=streams)
-            txn.put(b"head_seq", t.head_seq, db=meta)
-            txn.put(b"head_hash", t.head_hash, db=meta)
-            txn.put(b"head_time", t.head_time, db=meta)
-            txn.get(b"format", db=meta)
+            txn.put(b"head", t.head_seq + t.head_hash + t.head_time, db=meta)
 
 
 def raw_scan(env: Any, dbs: list[Any]) -> int:

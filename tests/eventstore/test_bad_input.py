@@ -8,11 +8,14 @@ from typing import Any
 import pytest
 
 from eventstore import (
+    DeletionCriteria,
+    DeletionRequested,
     EntryRecorded,
     EventLog,
     LogSettings,
     MemlogError,
     MemorySaved,
+    MessageDetails,
     SessionStarted,
 )
 
@@ -57,6 +60,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("bad expected version", dict(expected_version=-1), "E_INVALID_FORMAT", "expected_version"),
     ("bad event id", dict(event_ids=["no spaces please"]), "E_INVALID_FORMAT", "event id"),
     ("id count mismatch", dict(event_ids=["a", "b"]), "E_INVALID_FORMAT", "2 event ids"),
+    ("bad nested id", dict(events=[DeletionRequested(
+        request_id="r1", criteria=DeletionCriteria(ids=("ok", "not ok")), reason="x",
+        requested_by="t")]), "E_INVALID_FORMAT", "$.criteria.ids"),
+    ("bad id in details", dict(events=[EntryRecorded(
+        entry_id="e", kind="message", content="x", occurred_at=1,
+        details=MessageDetails(parent_id="p q"))]), "E_INVALID_FORMAT", "$.details.parent_id"),
     ("huge int", dict(events=[EntryRecorded(entry_id="e", kind="message", content="x",
                                             occurred_at=1 << 70)]),
      "E_INVALID_FORMAT", "cannot be encoded"),
