@@ -21,11 +21,12 @@ from .models import (
 )
 from .query import SearchHit, SearchQuery, run_search, score, tokens
 from .runner import Projections
-from .search import SearchIndex, searchable_text
+from .search import OPEN_SEQ, SearchIndex, build_schema, entry_document, searchable_text
 from .views import VIEW_DBS, ViewStore
 
 __all__ = [
     "DEFAULT_RATES",
+    "OPEN_SEQ",
     "VIEW_DBS",
     "AccessView",
     "DecayParams",
@@ -43,7 +44,9 @@ __all__ = [
     "ViewReader",
     "ViewStore",
     "access_score",
+    "build_schema",
     "decay_factor",
+    "entry_document",
     "importance_of",
     "relevance",
     "run_search",

@@ -1,0 +1,144 @@
+"""Benchmark: delete one entry, with the physical purge, on a large store.
+
+    python tools/bench_delete.py [--entries N] [--shards S] [--json] [--dir PATH]
+
+Builds a store of N corpus entries (default 1,000,000) through the public API,
+catches the projections up, then deletes one entry by id with the full purge:
+log compaction, views compaction, rebuild of the affected search shard,
+forensic scan and chain verification. Reports the end-to-end seconds and the
+split. The anchors measured in the same run are a bare compacting copy of the
+log with py-lmdb and raw Tantivy indexing one shard's worth of documents.
+Goal (DESIGN section 8): under 2 s end to end, verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import tantivy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import write_corpus
+
+from commands import MemoryLog
+from eventstore import EventLog
+from projections import build_schema, entry_document
+
+
+def progress(message: str) -> None:
+    """Progress on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def build(root: Path, entries: int, shards: int) -> float:
+    """Write the corpus and catch the projections up; return the seconds."""
+    started = time.perf_counter()
+    with EventLog.open(root / "log") as log:
+        write_corpus(log, entries)
+    progress(f"wrote {entries:,} entries in {time.perf_counter() - started:.1f} s; indexing")
+    with MemoryLog.open(root, search_shards=shards) as mem:
+        mem.search("warm up", record_access=False)
+    return time.perf_counter() - started
+
+
+def raw_compact_copy(log_dir: Path) -> float:
+    """Seconds for py-lmdb's compacting copy of the same log file, with fsync."""
+    target = Path(tempfile.mkdtemp(dir=log_dir.parent))
+    env = lmdb.open(str(log_dir), readonly=True, lock=False, max_dbs=8)
+    try:
+        started = time.perf_counter()
+        env.copy(str(target), compact=True)
+        with open(target / "data.mdb", "rb+") as fh:
+            fh.flush()
+        return time.perf_counter() - started
+    finally:
+        env.close()
+        shutil.rmtree(target)
+
+
+def raw_shard_index(mem: MemoryLog, docs: int) -> float:
+    """Seconds for raw Tantivy to index ``docs`` entries into a fresh index (one shard's worth)."""
+    target = Path(tempfile.mkdtemp())
+    try:
+        with mem.proj.read() as views:
+            batch = []
+            for view in views.latest_entries():
+                if view.entry is not None:
+                    batch.append(entry_document(view.entry, view.recorded_seq, view.recorded_seq))
+                if len(batch) >= docs:
+                    break
+        started = time.perf_counter()
+        index = tantivy.Index(build_schema(), path=str(target))
+        writer = index.writer(64 << 20, 1)
+        for doc in batch:
+            writer.add_document(doc)
+        writer.commit()
+        writer.wait_merging_threads()
+        return time.perf_counter() - started
+    finally:
+        shutil.rmtree(target)
+
+
+def run(root: Path, entries: int, shards: int) -> dict[str, Any]:
+    """Build, then delete one entry with the purge, and measure."""
+    build_s = build(root, entries, shards)
+    anchor_copy = raw_compact_copy(root / "log")
+    with MemoryLog.open(root, search_shards=shards) as mem:
+        victim = mem.search("postgres", limit=1, record_access=False)[0].id
+        anchor_index = raw_shard_index(mem, max(1, entries // shards))
+        progress(f"deleting {victim} with the purge")
+        started = time.perf_counter()
+        report = mem.delete(ids=[victim], reason="benchmark", requested_by="bench",
+                            include_derived=False)
+        total = time.perf_counter() - started
+        assert report.verified, "the purge did not verify"
+        assert mem.show(victim).state == "deleted"
+    log_bytes = (root / "log" / "data.mdb").stat().st_size
+    split = report.seconds
+    return {
+        "entries": entries, "shards": shards, "build_s": round(build_s, 1),
+        "log_bytes": log_bytes, "delete_total_s": round(total, 3),
+        "log_compact_s": split["log_compact_s"], "views_compact_s": split["views_compact_s"],
+        "index_rebuild_s": split["index_rebuild_s"], "verify_s": split["verify_s"],
+        "verified": report.verified, "raw_compact_copy_s": round(anchor_copy, 3),
+        "raw_tantivy_shard_index_s": round(anchor_index, 3), "target_s": 2.0,
+        "pass": total < 2.0 and bool(report.verified),
+    }
+
+
+def main() -> None:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    root = args.dir or Path(tempfile.mkdtemp(prefix="bench-delete-")) / "store"
+    try:
+        result = run(root, args.entries, args.shards)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(root.parent, ignore_errors=True)
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"delete one entry with purge on {result['entries']:,} entries ({result['shards']} shards, "
+          f"log {result['log_bytes'] / 2**20:.0f} MiB)")
+    for key in ("log_compact_s", "views_compact_s", "index_rebuild_s", "verify_s", "delete_total_s"):
+        print(f"  {key:<18} {result[key]:8.3f} s")
+    print(f"  anchors: raw compacting copy {result['raw_compact_copy_s']:.3f} s, raw Tantivy index of "
+          f"one shard's docs {result['raw_tantivy_shard_index_s']:.3f} s")
+    print(f"  target < 2 s, verified: {'PASS' if result['pass'] else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
