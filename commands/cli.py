@@ -86,4 +86,4 @@ def main() -> None:
 
 
 # The command modules register themselves on ``cli``; imported last on purpose.
-from . import _cli_admin, _cli_privacy, _cli_read, _cli_write  # noqa: E402, F401
+from . import _cli_admin, _cli_audit, _cli_privacy, _cli_read, _cli_write  # noqa: E402, F401

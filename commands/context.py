@@ -48,17 +48,19 @@ def chars_over_four(text: str) -> int:
 
 
 def build_context(mem: MemoryLog, session_id: str, query: str | None, budget: int,
-                  count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
-    """Assemble the block for ``session_id`` within ``budget`` tokens."""
+                  count_tokens: Callable[[str], int] | None = None, as_of: int | None = None,
+                  now: int | None = None) -> ContextBlock:
+    """Assemble the block for ``session_id`` within ``budget`` tokens (as of a seq, if given)."""
     count = count_tokens or chars_over_four
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InvalidInputError(f"budget must be a positive number of tokens (got {budget!r})")
     sid = check_id(session_id, "session id")
-    with mem.proj.read(search=True) as views:
+    with mem.proj.read(as_of, search=True) as views:
         session = views.session(sid)
         if session is None:
             raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
-        parts = _gather(mem, views, sid, session.user_id, query or "")
+        parts = _gather(mem, views, sid, session.user_id, query or "", as_of,
+                        now_micros() if now is None else now)
     return _fit(parts, budget, count)
 
 
@@ -72,7 +74,8 @@ class _Parts:
         self.cut = False
 
 
-def _gather(mem: MemoryLog, views: ViewReader, sid: str, user_id: str | None, query: str) -> _Parts:
+def _gather(mem: MemoryLog, views: ViewReader, sid: str, user_id: str | None, query: str,
+            as_of: int | None, now: int) -> _Parts:
     parts = _Parts()
     newest = list(views.session_entries(sid, newest_first=True))
     by_kind: dict[str, list[EntryView]] = {}
@@ -84,13 +87,13 @@ def _gather(mem: MemoryLog, views: ViewReader, sid: str, user_id: str | None, qu
         parts.lines["memories"] = [f"- {m.key}: {m.content}" for m in views.memories(user_id)
                                    ][: mem.settings.max_user_memories]
         prefs = _search(mem, views, SearchQuery(kinds=("preference",), user_id=user_id, limit=20,
-                                                 sort="newest"))
+                                                 sort="newest"), as_of, now)
         parts.lines["preferences"] = [f"- {p}" for p in prefs]
     if handoff := by_kind.get("handoff"):
         parts.lines["handoff"] = [_text(handoff[0])]
     for kind, section, limit in (("decision", "decisions", 3), ("lesson", "lessons", 2)):
         if query:
-            found = _search(mem, views, SearchQuery(text=query, kinds=(kind,), limit=limit))
+            found = _search(mem, views, SearchQuery(text=query, kinds=(kind,), limit=limit), as_of, now)
         else:
             found = [_text(v) for v in by_kind.get(kind, [])[:limit]]
         parts.lines[section] = [f"- {t}" for t in found]
@@ -105,8 +108,9 @@ def _gather(mem: MemoryLog, views: ViewReader, sid: str, user_id: str | None, qu
     return parts
 
 
-def _search(mem: MemoryLog, views: ViewReader, query: SearchQuery) -> list[str]:
-    return [r.content for r in find(mem.proj, views, query, None, now_micros())]
+def _search(mem: MemoryLog, views: ViewReader, query: SearchQuery, as_of: int | None,
+            now: int) -> list[str]:
+    return [r.content for r in find(mem.proj, views, query, as_of, now)]
 
 
 def _text(view: EntryView) -> str:

@@ -45,6 +45,7 @@ from . import _log
 from ._entries import ROLES, STATUSES, EntryFactory, new_id
 from ._privacy_api import PrivacyAPI
 from ._search import find
+from .audit import HistoryItem, PointInTime, history, resolve_point
 from .redaction import Redactor
 from .results import (
     EntryResult,
@@ -427,6 +428,16 @@ class MemoryLog(PrivacyAPI):
 
         return build_context(self, session_id, query, budget_tokens or self.settings.context_budget_tokens,
                              count_tokens)
+
+    # -- audit --------------------------------------------------------------
+
+    def as_of(self, point: datetime | str | int) -> PointInTime:
+        """Read-only reads as of a time (ISO 8601 / datetime) or a seq (int or "@N")."""
+        return PointInTime(self, resolve_point(self, point))
+
+    def history(self, item_id: str) -> list[HistoryItem]:
+        """Every event that touched an entry, memory or session, oldest first."""
+        return history(self, item_id)
 
     # -- maintenance --------------------------------------------------------
 

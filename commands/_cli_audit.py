@@ -1,0 +1,116 @@
+"""CLI commands for point-in-time audit: audit at, audit history, audit log."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from ._cli_admin import audit
+from ._cli_read import KINDS, _entry_text, _hits_text, _session_text
+from .audit import filter_log
+from .cli import Context, pass_context
+
+
+@audit.group("at")
+@click.argument("point")
+@click.pass_context
+def audit_at(click_ctx: click.Context, point: str) -> None:
+    """Read as of POINT: a time (ISO 8601 with zone) or @SEQ."""
+    click_ctx.meta["memlog.point"] = point
+
+
+def _point(click_ctx: click.Context) -> str:
+    return str(click_ctx.meta["memlog.point"])
+
+
+@audit_at.command("entry")
+@click.argument("entry_id")
+@click.pass_context
+def at_entry(click_ctx: click.Context, entry_id: str) -> None:
+    """An entry as memlog knew it then (deleted content shows as deleted)."""
+    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
+    with ctx.memory() as mem:
+        past = mem.as_of(_point(click_ctx))
+        item = past.show(entry_id)
+    ctx.emit({"as_of_seq": past.seq, **msgspec.to_builtins(item)},
+             lambda: f"as of seq {past.seq}:\n" + _entry_text(item))
+
+
+@audit_at.command("session")
+@click.argument("session_id")
+@click.pass_context
+def at_session(click_ctx: click.Context, session_id: str) -> None:
+    """A session's manifest and statistics then."""
+    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
+    with ctx.memory() as mem:
+        past = mem.as_of(_point(click_ctx))
+        found = past.session(session_id)
+    ctx.emit({"as_of_seq": past.seq, **msgspec.to_builtins(found)},
+             lambda: f"as of seq {past.seq}:\n" + _session_text(found))
+
+
+@audit_at.command("search")
+@click.argument("query")
+@click.option("--type", "kinds", multiple=True, type=KINDS)
+@click.option("--session", "session_id")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10)
+@click.pass_context
+def at_search(click_ctx: click.Context, query: str, kinds: tuple[str, ...], session_id: str | None,
+              limit: int) -> None:
+    """Search as it would have answered then."""
+    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
+    with ctx.memory() as mem:
+        past = mem.as_of(_point(click_ctx))
+        hits = past.search(query, kinds=kinds, session_id=session_id, limit=limit)
+    ctx.emit(msgspec.to_builtins(hits), lambda: f"as of seq {past.seq}:\n" + _hits_text(hits))
+
+
+@audit_at.command("memories")
+@click.option("--user", "user_id", required=True)
+@click.pass_context
+def at_memories(click_ctx: click.Context, user_id: str) -> None:
+    """A user's memories then."""
+    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
+    with ctx.memory() as mem:
+        past = mem.as_of(_point(click_ctx))
+        found = past.memories(user_id)
+    ctx.emit(msgspec.to_builtins(found), lambda: f"as of seq {past.seq}:\n" + (
+        "\n".join(f"{m.key}: {m.content}" for m in found) or "no memories"))
+
+
+@audit.command("history")
+@click.argument("item_id")
+@pass_context
+def audit_history(ctx: Context, item_id: str) -> None:
+    """Every event that touched an entry, memory or session."""
+    with ctx.memory() as mem:
+        items = mem.history(item_id)
+
+    def text() -> str:
+        lines = []
+        for i in items:
+            extra = "".join(f"\n      {k}: {v}" for k, v in (("reason", i.reason), ("request", i.request_id),
+                                                            ("occurred_at", i.occurred_at),
+                                                            ("content", i.content)) if v)
+            lines.append(f"@{i.seq:<6} {i.recorded_at}  {i.type:<18} by {i.actor}: {i.what}{extra}")
+        return "\n".join(lines)
+
+    ctx.emit(msgspec.to_builtins(items), text)
+
+
+@audit.command("log")
+@click.option("--since")
+@click.option("--until")
+@click.option("--stream")
+@click.option("--type", "type_")
+@click.option("--actor")
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=100, show_default=True)
+@pass_context
+def audit_log(ctx: Context, since: str | None, until: str | None, stream: str | None,
+              type_: str | None, actor: str | None, limit: int) -> None:
+    """Filter the raw log (headers only: no content)."""
+    with ctx.memory() as mem:
+        rows = list(filter_log(mem, since, until, stream, type_, actor, limit))
+    ctx.emit(rows, lambda: "\n".join(
+        f"@{r['seq']:<6} {r['recorded_at']}  {r['type']:<18} {r['stream']:<24} v{r['version']:<4} "
+        f"by {r['actor']}{'  (payload erased)' if r['erased'] else ''}" for r in rows) or "no events")
