@@ -32,7 +32,7 @@ from eventstore import (
 )
 
 from . import reducers as r
-from ._keys import SEP, all_versions, latest_version, time_key, u64, unpack_u64, version_key
+from ._keys import SEP, all_versions, latest_version, prefix_items, time_key, u64, unpack_u64, version_key
 from .models import (
     AccessView,
     DeletionRecord,
@@ -61,6 +61,7 @@ class ViewWriter:
         self.txn = txn
         self.dbs = dbs
         self.session_stats: dict[str, SessionStats] = {}
+        self.recompute: set[str] = set()
         self.counters: dict[str, int] = {}
 
     # -- plumbing -----------------------------------------------------------
@@ -71,6 +72,16 @@ class ViewWriter:
     def current_entry(self, entry_id: str) -> EntryView | None:
         raw = latest_version(self.txn, self.dbs[b"entries"], entry_id, None)
         return None if raw is None else _entry(raw)
+
+    def _stats_from_entries(self, session_id: str) -> SessionStats:
+        """Statistics recomputed from the session's live entries."""
+        stats = SessionStats()
+        prefix = session_id.encode() + SEP
+        for key, _ in prefix_items(self.txn, self.dbs[b"by_session"], prefix):
+            view = self.current_entry(key[len(prefix) + 9 :].decode())
+            if view is not None and view.entry is not None and view.state in ("live", "redacted"):
+                stats = r.stats_added(stats, view.entry, view.recorded_at)
+        return stats
 
     def count(self, name: str, delta: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + delta
@@ -84,6 +95,8 @@ class ViewWriter:
 
     def finish(self) -> None:
         """Write the batched statistics and counters."""
+        for sid in self.recompute:
+            self.session_stats[sid] = self._stats_from_entries(sid)
         for sid, stats in self.session_stats.items():
             self.put(b"session_stats", sid.encode(), stats)
         db = self.dbs[b"stats"]
@@ -101,10 +114,6 @@ class ViewWriter:
         """Apply one record (erased payloads only count)."""
         self.count("events")
         self.count(f"type:{rec.type}")
-        if rec.stream.startswith("session:"):  # from the header: the same in replay
-            sid = rec.stream[8:]
-            stats = self.stats_of(sid)
-            self.session_stats[sid] = msgspec.structs.replace(stats, last_activity=rec.recorded_at)
         event = rec.event
         match event:
             case EntryRecorded():
@@ -152,7 +161,7 @@ class ViewWriter:
         self._index(event, rec.seq)
         if event.session_id:
             sid = event.session_id
-            self.session_stats[sid] = r.stats_added(self.stats_of(sid), event, 0)
+            self.session_stats[sid] = r.stats_added(self.stats_of(sid), event, rec.recorded_at)
         self.count(f"kind:{event.kind}")
         self.count("entries")
 
@@ -194,7 +203,9 @@ class ViewWriter:
 
     def _uncount(self, view: EntryView) -> None:
         if view.session_id:
-            self.session_stats[view.session_id] = r.stats_removed(self.stats_of(view.session_id), view)
+            # Removing an entry can lower last_activity, which no increment can
+            # undo: the session's statistics are recomputed at the end of the batch.
+            self.recompute.add(view.session_id)
         self.count("entries", -1)
         self.count(f"kind:{view.kind}", -1)
 
@@ -219,7 +230,7 @@ class ViewWriter:
         self._index(entry, event.target_seq)
         if entry.session_id:
             sid = entry.session_id
-            self.session_stats[sid] = r.stats_added(self.stats_of(sid), entry, 0)
+            self.session_stats[sid] = r.stats_added(self.stats_of(sid), entry, rec.recorded_at)
         self.count("entries")
         self.count(f"kind:{entry.kind}")
 

@@ -17,6 +17,7 @@ from .models import (
     SessionStats,
     SessionView,
 )
+from .reducers import stats_added
 
 __all__ = ["ViewReader"]
 
@@ -76,16 +77,11 @@ class ViewReader:
         if self.as_of is None:
             raw = self.txn.get(session_id.encode(), db=self.dbs[b"session_stats"])
             return SessionStats() if raw is None else _stats(bytes(raw))
-        counts: dict[str, int] = {}
-        size = last = entries = 0
+        stats = SessionStats()
         for view in self.session_entries(session_id):
-            if view.entry is None:
-                continue
-            counts[view.kind] = counts.get(view.kind, 0) + 1
-            size += len(view.entry.content.encode())
-            last = max(last, view.recorded_at)
-            entries += 1
-        return SessionStats(counts, entries, size, last)
+            if view.entry is not None:
+                stats = stats_added(stats, view.entry, view.recorded_at)
+        return stats
 
     def session_entries(
         self, session_id: str, kinds: tuple[str, ...] = (), newest_first: bool = False

@@ -57,7 +57,6 @@ __all__ = [
     "session_updated",
     "session_with_archive",
     "stats_added",
-    "stats_removed",
 ]
 
 replace = msgspec.structs.replace
@@ -138,17 +137,6 @@ def stats_added(prev: SessionStats, event: EntryRecorded, at: int) -> SessionSta
     counts[event.kind] = counts.get(event.kind, 0) + 1
     return SessionStats(counts, prev.entries + 1, prev.bytes + len(event.content.encode()),
                         max(prev.last_activity, at))
-
-
-def stats_removed(prev: SessionStats, view: EntryView) -> SessionStats:
-    """Count one entry less (deleted or compacted away)."""
-    counts = dict(prev.counts)
-    left = counts.pop(view.kind, 0) - 1
-    if left > 0:
-        counts[view.kind] = left
-    size = len(view.entry.content.encode()) if view.entry is not None else 0
-    return SessionStats(counts, max(0, prev.entries - 1), max(0, prev.bytes - size),
-                        prev.last_activity)
 
 
 def memory_saved(rec: RecordedEvent, event: MemorySaved) -> MemoryView:

@@ -186,10 +186,9 @@ class Projections:
         shards = sorted({index.shard_of(eid) for eid in entry_ids})
         rewritten = [str(p) for p in report.files_rewritten]
         with index.lock.exclusive(timeout):
-            checkpoint = index.checkpoint()
             for n in shards:
-                with self.views.read() as views:
-                    old = index.shards[n].rebuild(_shard_docs(views, index, n), checkpoint)
+                with self.views.read() as views:  # documents and checkpoint from one snapshot
+                    old = index.shards[n].rebuild(_shard_docs(views, index, n), views.checkpoint())
                 rewritten.append(str(index.shards[n].link))
                 wipe_tree(old)
         for path in self.data_dir.glob("proj-*"):
