@@ -63,6 +63,16 @@ class MemlogGroup(click.Group):
         except MemlogError as exc:
             click.echo(f"Error: {exc.message} [{exc.code}]", err=True)
             sys.exit(exc.exit_code)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            # A bug, not bad input: name it without echoing a message that might
+            # quote content; -v shows the traceback.
+            if ctx.params.get("verbose"):
+                raise
+            click.echo(f"Error: internal error ({type(exc).__name__}); run with -v for details "
+                       "[E_INTERNAL]", err=True)
+            sys.exit(70)
 
 
 @click.group(cls=MemlogGroup)
