@@ -15,12 +15,15 @@ __all__ = [
     "MAX_SEQ",
     "SEP",
     "all_versions",
+    "has_versions",
     "latest_version",
     "prefix_items",
+    "session_key",
     "time_key",
     "u64",
     "unpack_u64",
     "version_key",
+    "when_key",
 ]
 
 SEP = b"\x00"
@@ -47,6 +50,23 @@ def time_key(*parts: str | int) -> bytes:
             out += SEP
         out += u64(part) if isinstance(part, int) else part.encode()
     return bytes(out)
+
+
+def has_versions(txn: Any, db: Any, entity: str) -> bool:
+    """Whether the entity has any version (one seek, no value copied)."""
+    prefix = entity.encode() + SEP
+    cursor = txn.cursor(db=db)
+    return bool(cursor.set_range(prefix)) and bytes(cursor.key()[: len(prefix)]) == prefix
+
+
+def session_key(session_id: str, occurred_at: int, entry_id: str) -> bytes:
+    """Key of ``by_session``: session | 0x00 | occurred_at(8) | 0x00 | entry id."""
+    return session_id.encode() + SEP + u64(occurred_at) + SEP + entry_id.encode()
+
+
+def when_key(occurred_at: int, entry_id: str) -> bytes:
+    """Key of ``by_time``: occurred_at(8) | 0x00 | entry id."""
+    return u64(occurred_at) + SEP + entry_id.encode()
 
 
 def latest_version(txn: Any, db: Any, entity: str, as_of: int | None) -> bytes | None:

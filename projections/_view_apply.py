@@ -32,7 +32,19 @@ from eventstore import (
 )
 
 from . import reducers as r
-from ._keys import SEP, all_versions, latest_version, prefix_items, time_key, u64, unpack_u64, version_key
+from ._keys import (
+    SEP,
+    all_versions,
+    has_versions,
+    latest_version,
+    prefix_items,
+    session_key,
+    time_key,
+    u64,
+    unpack_u64,
+    version_key,
+    when_key,
+)
 from .models import (
     AccessView,
     DeletionRecord,
@@ -155,7 +167,7 @@ class ViewWriter:
 
     def _entry_recorded(self, rec: RecordedEvent, event: EntryRecorded) -> None:
         eid = event.entry_id
-        if self.current_entry(eid) is not None:
+        if has_versions(self.txn, self.dbs[b"entries"], eid):
             return  # an entry id is recorded once; a repeat is ignored, deterministically
         self.put(b"entries", version_key(eid, rec.seq), r.entry_recorded(rec, event))
         self._index(event, rec.seq)
@@ -238,16 +250,16 @@ class ViewWriter:
         sid = event.session_id or ""
         eid = event.entry_id
         self.txn.put(u64(seq), eid.encode(), db=self.dbs[b"by_seq"])
-        self.txn.put(time_key(sid, event.occurred_at, eid), event.kind.encode(),
+        self.txn.put(session_key(sid, event.occurred_at, eid), event.kind.encode(),
                      db=self.dbs[b"by_session"])
-        self.txn.put(time_key(event.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
+        self.txn.put(when_key(event.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
         for parent in event.derived_from:
             self.txn.put(time_key(parent, eid), b"", db=self.dbs[b"derived"])
 
     def _unindex(self, view: EntryView) -> None:
         sid = view.session_id or ""
-        self.txn.delete(time_key(sid, view.occurred_at, view.entry_id), db=self.dbs[b"by_session"])
-        self.txn.delete(time_key(view.occurred_at, view.entry_id), db=self.dbs[b"by_time"])
+        self.txn.delete(session_key(sid, view.occurred_at, view.entry_id), db=self.dbs[b"by_session"])
+        self.txn.delete(when_key(view.occurred_at, view.entry_id), db=self.dbs[b"by_time"])
         self.txn.delete(u64(view.recorded_seq), db=self.dbs[b"by_seq"])
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
