@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import secrets
 import time
@@ -108,7 +109,7 @@ class Projections:
         done = self.views.checkpoint()
         while done < head:
             upto = min(head, done + _VIEW_CHUNK)
-            done = self.views.apply(self.log.read(done + 1, upto), upto)
+            done = self.views.apply(functools.partial(_after, self.log, upto), upto)
             if progress:
                 progress(done)
         return done
@@ -238,6 +239,11 @@ class Projections:
                 wipe_dir(path, VIEW_DBS)
 
 
+def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:
+    """The log's records after seq ``after``, up to ``upto``."""
+    return log.read(after + 1, upto)
+
+
 class PurgeSplit(NamedTuple):
     """What a projection purge rewrote and how long each part took."""
 
@@ -264,8 +270,3 @@ def _file_lock(path: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def records_until(log: EventLog, until: int) -> Iterator[RecordedEvent]:
-    """The log up to ``until`` (a helper for replays stopped at a seq)."""
-    return log.read(1, until)

@@ -16,7 +16,7 @@ Databases (see :mod:`projections._keys` for the temporal key layout):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +62,20 @@ class ViewStore:
         """The last seq applied."""
         return self.shared.read(lambda txn: _checkpoint(txn, self.shared.dbs))
 
-    def apply(self, records: Iterator[RecordedEvent], upto: int | None = None) -> int:
+    def apply(self, records: Callable[[int], Iterable[RecordedEvent]], upto: int | None = None) -> int:
         """Apply records after the stored checkpoint, in one transaction.
 
-        Records at or below the checkpoint are skipped, so two processes
-        catching up at once apply each event exactly once. Returns the new
-        checkpoint.
+        ``records(after)`` must give the log's records after seq ``after``; it is
+        called again when the transaction is retried (the map grew), so no
+        record is lost. Records at or below the checkpoint are skipped, so two
+        processes catching up at once apply each event exactly once. Returns
+        the new checkpoint.
         """
         def run(txn: Any) -> int:
             dbs = self.shared.dbs
             done = _checkpoint(txn, dbs)
             writer = ViewWriter(txn, dbs)
-            for rec in records:
+            for rec in records(done):
                 if rec.seq <= done:
                     continue
                 if upto is not None and rec.seq > upto:

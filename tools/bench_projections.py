@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""Benchmark memlog's projections next to raw Tantivy and SQLite FTS5 on one corpus.
+
+Usage::
+
+    python tools/bench_projections.py [--events N] [--json] [--queries Q] [--shards S]
+                                      [--fts5-queries F] [--repeats R] [--dir PATH]
+                                      [--profile] [--no-presize]
+
+It writes a deterministic corpus log of N entries (``tools/corpus.py``: Zipf
+words, six kinds, 200 sessions) and measures, in one run:
+
+(a) replay into views: ``ViewStore(fresh dir, sync=False).apply(...)`` over the log
+    (one transaction), then one ``env.sync``; the anchor is a scan + decode of
+    the same log (``log.read()``, touching every event), interleaved with it;
+(b) full rebuild including search: ``Projections(fresh dir, log).replay()``
+    (views + sharded Tantivy, the swap and its fsyncs); the anchor is raw
+    Tantivy indexing the same documents (an equivalent schema, content =
+    ``searchable_text(entry)``, the same filter fields; one writer with
+    tantivy's default heap and threads; commit at the end). The raw Document
+    list is built once, off the clock: the raw figure times indexing only,
+    while memlog's rebuild also reads, decodes, applies views and builds its
+    documents (the off-clock build time is reported as ``raw_doc_build_s``);
+(c) search latency over Q mixed queries (``Corpus.queries``), limit 10,
+    interleaved query by query: memlog ``run_search`` on the rebuilt projection
+    (as of None); raw Tantivy ``parse_query`` of the same words OR-joined on
+    ``content``; SQLite FTS5 (``fts5(content)``, the same words OR-joined,
+    ``ORDER BY rank LIMIT 10``) on the same texts. An FTS5 OR query ranks every
+    matching row (hundreds of ms at 1M entries), so FTS5 runs on an evenly
+    spaced subset of ``--fts5-queries`` of the same queries (default 200).
+
+Throughput figures are the best of ``--repeats`` runs in fresh directories
+(after ``os.sync()``); latencies are percentiles over all queries after a short
+warm-up. Every replay is checked afterwards (counters of the views, documents
+in the index); an incomplete one is reported and fails its target.
+
+``ViewStore`` grows its LMDB map by retrying the write transaction (re-reading
+the log from its checkpoint). (a) sets the map of the fresh views environment
+to a size that fits before applying, so that the figure is the replay itself,
+unless ``--no-presize``. Every replay's completeness is checked and reported.
+
+``--profile`` also prints cProfile tables (stderr) of a views replay and of the
+memlog search loop. Progress goes to stderr; the table (or with ``--json`` one
+JSON object) goes to stdout. memlog is used only through the public API of
+:mod:`eventstore` and :mod:`projections`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import lmdb
+import tantivy
+
+from eventstore import EntryRecorded, EventLog
+from projections import Projections, SearchQuery, ViewStore, run_search, searchable_text
+
+REPLAY_TARGET_EPS = 600_000.0
+REBUILD_TARGET_RATIO = 0.8
+SEARCH_P50_TARGET_RATIO = 2.0
+SEARCH_P99_BUDGET_MS = 5.0
+FTS5_TARGET_SPEEDUP = 10.0
+WARMUP_QUERIES = 50
+LIMIT = 10
+SEED = 7
+OPEN_SEQ = (1 << 63) - 1  # to_seq of a current document, as in the projection
+PROFILE_EVENTS = 200_000
+PROFILE_LINES = 22
+
+
+def log(message: str) -> None:
+    """Progress to stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_corpus() -> ModuleType:
+    """tools/corpus.py, loaded from its path (tools/ is not a package)."""
+    path = Path(__file__).resolve().parent / "corpus.py"
+    spec = importlib.util.spec_from_file_location("memlog_bench_corpus", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- raw anchors -------------------------------------------------------------------
+
+def raw_schema() -> Any:
+    """The projection's shard schema, rebuilt with tantivy directly."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("content", stored=False, tokenizer_name="default")
+    for name in ("kind", "session", "agent", "user", "tags"):
+        sb.add_text_field(name, stored=False, tokenizer_name="raw")
+    sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
+    for name in ("rseq", "from_seq", "to_seq"):
+        sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
+    return sb.build()
+
+
+def raw_document(event: EntryRecorded, text: str, seq: int) -> Any:
+    """The same fields the projection indexes for a current entry."""
+    doc = tantivy.Document()
+    doc.add_text("content", text)
+    doc.add_text("kind", event.kind)
+    for name, value in (("session", event.session_id), ("agent", event.agent_id),
+                        ("user", event.user_id)):
+        if value:
+            doc.add_text(name, value)
+    for tag in event.tags:
+        doc.add_text("tags", tag)
+    doc.add_integer("occurred_at", event.occurred_at)
+    doc.add_unsigned("rseq", seq)
+    doc.add_unsigned("from_seq", seq)
+    doc.add_unsigned("to_seq", OPEN_SEQ)
+    return doc
+
+
+@dataclass(slots=True)
+class RawCorpus:
+    """Documents and texts of every entry, built from the log off the clock."""
+
+    docs: list[Any] = field(default_factory=list)
+    rows: list[tuple[int, str]] = field(default_factory=list)  # (seq, searchable text)
+    build_s: float = 0.0
+
+
+def build_raw_corpus(elog: EventLog) -> RawCorpus:
+    """Read the log once and build the raw Tantivy documents and FTS5 rows."""
+    out = RawCorpus()
+    started = time.perf_counter()
+    for rec in elog.read():
+        event = rec.event
+        if isinstance(event, EntryRecorded):
+            text = searchable_text(event)
+            out.docs.append(raw_document(event, text, rec.seq))
+            out.rows.append((rec.seq, text))
+    out.build_s = time.perf_counter() - started
+    return out
+
+
+def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> float:
+    """Index ``docs`` with one writer (default heap and threads), commit; seconds."""
+    path.mkdir(mode=0o700)
+    started = time.perf_counter()
+    index = tantivy.Index(schema, path=str(path))
+    writer = index.writer()
+    for doc in docs:
+        writer.add_document(doc)
+    writer.commit()
+    writer.wait_merging_threads()
+    return time.perf_counter() - started
+
+
+def fts5_build(path: Path, rows: Sequence[tuple[int, str]]) -> tuple[sqlite3.Connection, float]:
+    """An FTS5 table of the same texts, one transaction; (connection, seconds)."""
+    conn = sqlite3.connect(str(path))
+    started = time.perf_counter()
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(content)")
+    with conn:
+        conn.executemany("INSERT INTO docs(rowid, content) VALUES (?, ?)", rows)
+    return conn, time.perf_counter() - started
+
+
+# -- memlog side -------------------------------------------------------------------
+
+def scan_decode(elog: EventLog) -> tuple[float, int]:
+    """Stream the whole log, touching every decoded event; (seconds, events)."""
+    started = time.perf_counter()
+    count = 0
+    for rec in elog.read():
+        if rec.event is not None:
+            count += 1
+    return time.perf_counter() - started, count
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def views_replay(path: Path, elog: EventLog, map_size: int | None,
+                 until: int | None = None) -> tuple[float, dict[str, int]]:
+    """Apply the log to fresh views (sync off, one sync at the end); (seconds, counters)."""
+    store = ViewStore(path, sync=False)
+    try:
+        if map_size is not None:
+            store.shared.env.set_mapsize(map_size)
+        started = time.perf_counter()
+        store.apply(lambda after: elog.read(after + 1, until))
+        store.shared.env.sync(True)
+        seconds = time.perf_counter() - started
+        with store.read() as views:
+            counters = views.counters()
+        return seconds, counters
+    finally:
+        store.close()
+
+
+def search_docs(proj: Projections) -> int:
+    """Entry documents in the projection's index (without the checkpoint documents)."""
+    assert proj.search_index is not None
+    searchers = proj.search_index.searchers()
+    return int(sum(s.num_docs for _, s in searchers)) - len(searchers)
+
+
+# -- measurements ------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Pair:
+    """Timings of memlog and its anchor over the same work."""
+
+    count: int
+    ours: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    complete: bool = True
+    detail: dict[str, int] = field(default_factory=dict)
+
+    def rates(self) -> tuple[float, float]:
+        """Per-second rates of the best runs: (memlog, anchor)."""
+        return self.count / min(self.ours), self.count / min(self.raw)
+
+
+def measure_views(base: Path, elog: EventLog, head: int, entries: int, repeats: int,
+                  presize: bool) -> Pair:
+    """(a) views replay and scan + decode, interleaved, ``repeats`` times."""
+    pair = Pair(head)
+    map_size = max(1 << 30, 4 * _dir_bytes(base / "log")) if presize else None
+    for rep in range(repeats):
+        os.sync()
+        seconds, count = scan_decode(elog)
+        if count != head:
+            raise RuntimeError(f"scan read {count} events, expected {head}")
+        pair.raw.append(seconds)
+        path = base / f"views-{rep}"
+        seconds, counters = views_replay(path, elog, map_size)
+        shutil.rmtree(path)
+        pair.ours.append(seconds)
+        pair.detail = {"views_events_applied": counters.get("events", 0),
+                       "views_entries": counters.get("entries", 0)}
+        if pair.detail["views_events_applied"] != head or pair.detail["views_entries"] != entries:
+            pair.complete = False
+            log(f"  INCOMPLETE views replay: {pair.detail} for {head:,} events, {entries:,} entries")
+        log(f"  views run {rep + 1}/{repeats}: replay {head / pair.ours[-1]:,.0f} ev/s, "
+            f"scan+decode {head / pair.raw[-1]:,.0f} ev/s")
+    return pair
+
+
+def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, shards: int,
+                    repeats: int) -> tuple[Pair, Projections, Path]:
+    """(b) ``Projections.replay`` and raw Tantivy, interleaved; the last of each is kept."""
+    entries = len(raw.rows)
+    pair = Pair(entries)
+    proj: Projections | None = None
+    raw_dir = base / "raw-tantivy-0"
+    for rep in range(repeats):
+        if proj is not None:
+            proj.close()
+            shutil.rmtree(base / f"rebuild-{rep - 1}")
+            shutil.rmtree(raw_dir)
+        data = base / f"rebuild-{rep}"
+        data.mkdir(mode=0o700)
+        os.sync()
+        proj = Projections(data, elog, shards=shards, sync=True)
+        started = time.perf_counter()
+        proj.replay()
+        pair.ours.append(time.perf_counter() - started)
+        raw_dir = base / f"raw-tantivy-{rep}"
+        os.sync()
+        pair.raw.append(raw_tantivy_build(raw_dir, schema, raw.docs))
+        with proj.read() as views:
+            counters = views.counters()
+        pair.detail = {"rebuild_views_entries": counters.get("entries", 0),
+                       "rebuild_search_docs": search_docs(proj)}
+        if any(v != entries for v in pair.detail.values()):
+            pair.complete = False
+            log(f"  INCOMPLETE rebuild: {pair.detail} for {entries:,} entries")
+        log(f"  rebuild run {rep + 1}/{repeats}: memlog {entries / pair.ours[-1]:,.0f} docs/s, "
+            f"raw Tantivy {entries / pair.raw[-1]:,.0f} docs/s")
+    assert proj is not None
+    return pair, proj, raw_dir
+
+
+def _or_words(query: str) -> list[str]:
+    return query.split()
+
+
+@dataclass(slots=True)
+class Latencies:
+    """Per-query seconds of each engine, over the same queries."""
+
+    memlog: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    fts5: list[float] = field(default_factory=list)
+    memlog_empty: int = 0
+    raw_empty: int = 0
+    fts5_empty: int = 0
+
+
+def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.Connection,
+                   queries: Sequence[str], fts5_every: int) -> Latencies:
+    """(c) memlog, raw Tantivy and FTS5 (every ``fts5_every``-th query), query by query."""
+    assert proj.search_index is not None
+    index = proj.search_index
+    raw_index = tantivy.Index(schema, path=str(raw_dir))
+    raw_index.reload()
+    searcher = raw_index.searcher()
+    sql = "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT 10"
+    out = Latencies()
+
+    def one(query: str, record: bool, fts5: bool) -> None:
+        words = _or_words(query)
+        started = time.perf_counter()
+        hits = run_search(index, SearchQuery(text=query, limit=LIMIT), None)
+        mid = time.perf_counter()
+        raw_hits = searcher.search(raw_index.parse_query(" OR ".join(words), ["content"]), LIMIT).hits
+        mid2 = time.perf_counter()
+        if fts5:
+            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+            rows = conn.execute(sql, (match,)).fetchall()
+            end = time.perf_counter()
+        if record:
+            out.memlog.append(mid - started)
+            out.raw.append(mid2 - mid)
+            out.memlog_empty += not hits
+            out.raw_empty += not raw_hits
+            if fts5:
+                out.fts5.append(end - mid2)
+                out.fts5_empty += not rows
+
+    for n, query in enumerate(queries[:WARMUP_QUERIES]):
+        one(query, record=False, fts5=n < 5)
+    for n, query in enumerate(queries, 1):
+        one(query, record=True, fts5=n % fts5_every == 0)
+        if n % 250 == 0:
+            log(f"  {n:,}/{len(queries):,} queries")
+    return out
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+# -- profiles ----------------------------------------------------------------------
+
+def _profile_text(profiler: cProfile.Profile, title: str) -> str:
+    buf = io.StringIO()
+    stats = pstats.Stats(profiler, stream=buf)
+    stats.strip_dirs()
+    buf.write(f"\n=== {title}: by own time ===\n")
+    stats.sort_stats("tottime").print_stats(PROFILE_LINES)
+    buf.write(f"=== {title}: by cumulative time ===\n")
+    stats.sort_stats("cumulative").print_stats(PROFILE_LINES)
+    return buf.getvalue()
+
+
+def profile_views(base: Path, elog: EventLog, head: int) -> None:
+    """cProfile of a views replay of the first ``PROFILE_EVENTS`` events (stderr)."""
+    until = min(head, PROFILE_EVENTS)
+    map_size = max(1 << 30, 4 * _dir_bytes(base / "log"))
+    profiler = cProfile.Profile()
+    path = base / "views-profile"
+    profiler.enable()
+    views_replay(path, elog, map_size, until)
+    profiler.disable()
+    shutil.rmtree(path)
+    log(_profile_text(profiler, f"views replay of {until:,} events"))
+
+
+def profile_search(proj: Projections, queries: Sequence[str]) -> None:
+    """cProfile of memlog ``run_search`` over the queries (stderr)."""
+    assert proj.search_index is not None
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for query in queries:
+        run_search(proj.search_index, SearchQuery(text=query, limit=LIMIT), None)
+    profiler.disable()
+    log(_profile_text(profiler, f"run_search x {len(queries):,}"))
+
+
+# -- report ------------------------------------------------------------------------
+
+def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: float,
+            write_s: float, args: argparse.Namespace, head: int) -> dict[str, Any]:
+    """All figures as one flat dict (the --json object)."""
+    v_ours, v_raw = views.rates()
+    r_ours, r_raw = rebuild.rates()
+    ms = 1000.0
+    p50, p99 = percentile(lat.memlog, 50) * ms, percentile(lat.memlog, 99) * ms
+    raw50, raw99 = percentile(lat.raw, 50) * ms, percentile(lat.raw, 99) * ms
+    f50, f99 = percentile(lat.fts5, 50) * ms, percentile(lat.fts5, 99) * ms
+    entries = len(raw.rows)
+    out: dict[str, Any] = {
+        "events": head, "entries": entries, "shards": args.shards, "queries": len(lat.memlog),
+        "repeats": args.repeats, "statistic": f"best of {args.repeats}",
+        "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
+        "replay_views_ratio": round(v_ours / v_raw, 3),
+        "views_presized": not args.no_presize, "views_complete": views.complete, **views.detail,
+        "rebuild_all_docs_per_s": round(r_ours), "raw_tantivy_docs_per_s": round(r_raw),
+        "rebuild_ratio": round(r_ours / r_raw, 3),
+        "rebuild_complete": rebuild.complete, **rebuild.detail,
+        "raw_doc_build_s": round(raw.build_s, 3),
+        "raw_tantivy_incl_doc_build_docs_per_s": round(entries / (min(rebuild.raw) + raw.build_s)),
+        "fts5_queries": len(lat.fts5),
+        "search_p50_ms": round(p50, 4), "search_p99_ms": round(p99, 4),
+        "raw_tantivy_p50_ms": round(raw50, 4), "raw_tantivy_p99_ms": round(raw99, 4),
+        "fts5_p50_ms": round(f50, 4), "fts5_p99_ms": round(f99, 4),
+        "search_p50_ratio": round(p50 / raw50, 3), "fts5_speedup_p50": round(f50 / p50, 2),
+        "empty_results": {"memlog": lat.memlog_empty, "raw_tantivy": lat.raw_empty,
+                          "fts5": lat.fts5_empty},
+        "fts5_build_rows_per_s": round(entries / fts5_s),
+        "corpus_write_eps": round(head / write_s),
+        "runs_seconds": {"replay_views": views.ours, "scan_decode": views.raw,
+                         "rebuild": rebuild.ours, "raw_tantivy": rebuild.raw},
+        "tantivy": tantivy.__version__ if hasattr(tantivy, "__version__") else "?",
+        "raw_tantivy_writer": "one writer, default heap (128 MB) and threads",
+        "sqlite": sqlite3.sqlite_version,
+        "lmdb": f"py-lmdb {lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))})",
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+    }
+    out["pass"] = {
+        "replay_views": views.complete and v_ours >= REPLAY_TARGET_EPS,
+        "rebuild": rebuild.complete and r_ours / r_raw >= REBUILD_TARGET_RATIO,
+        "search_p50": p50 <= SEARCH_P50_TARGET_RATIO * raw50,
+        "search_p99": p99 < SEARCH_P99_BUDGET_MS,
+        "search_vs_fts5": f50 >= FTS5_TARGET_SPEEDUP * p50,
+    }
+    return out
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def table(r: dict[str, Any]) -> str:
+    """The human-readable report."""
+    ok = r["pass"]
+    rows = [
+        ("replay into views", f"{r['replay_views_eps']:>10,} ev/s",
+         f"{r['raw_scan_decode_eps']:>10,} ev/s", f"{r['replay_views_ratio']:.3f}x",
+         ">= 600k ev/s", _verdict(ok["replay_views"])),
+        ("full rebuild incl. search", f"{r['rebuild_all_docs_per_s']:>8,} docs/s",
+         f"{r['raw_tantivy_docs_per_s']:>8,} docs/s", f"{r['rebuild_ratio']:.3f}x",
+         ">= 0.8x raw Tantivy", _verdict(ok["rebuild"])),
+        ("search p50 (limit 10)", f"{r['search_p50_ms']:>12.3f} ms",
+         f"{r['raw_tantivy_p50_ms']:>12.3f} ms", f"{r['search_p50_ratio']:.2f}x",
+         "<= 2x raw Tantivy", _verdict(ok["search_p50"])),
+        ("search p99 (limit 10)", f"{r['search_p99_ms']:>12.3f} ms",
+         f"{r['raw_tantivy_p99_ms']:>12.3f} ms",
+         f"{r['search_p99_ms'] / r['raw_tantivy_p99_ms']:.2f}x", "< 5 ms", _verdict(ok["search_p99"])),
+        ("search p50 vs SQLite FTS5", f"{r['search_p50_ms']:>12.3f} ms",
+         f"{r['fts5_p50_ms']:>12.3f} ms", f"{1 / r['fts5_speedup_p50']:.3f}x",
+         ">= 10x faster than FTS5", _verdict(ok["search_vs_fts5"])),
+    ]
+    head = ("measure", "memlog", "anchor", "ratio", "target", "result")
+    widths = (26, 17, 17, 7, 24, 6)
+    lines = [
+        f"memlog projections vs raw anchors, same corpus: {r['entries']:,} entries, "
+        f"{r['events']:,} events, {r['shards']} shards, {r['queries']:,} queries "
+        f"({r['fts5_queries']:,} on FTS5); "
+        f"{r['statistic']} runs per throughput",
+        f"{r['tantivy']}, SQLite {r['sqlite']}, {r['lmdb']}, Python {r['python']}, "
+        f"{r['cpus']} CPUs",
+        "",
+        "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(),
+    ]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    lines += _notes(r)
+    return "\n".join(lines)
+
+
+def _notes(r: dict[str, Any]) -> list[str]:
+    notes = [
+        "",
+        "ratio = memlog / anchor (for FTS5: memlog p50 / FTS5 p50). Anchors: scan + decode of the",
+        "same log via log.read(); raw Tantivy: one writer indexing the same documents (list built",
+        f"off the clock in {r['raw_doc_build_s']:.2f} s; with that build included it would be "
+        f"{r['raw_tantivy_incl_doc_build_docs_per_s']:,} docs/s);",
+        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10.",
+        f"raw Tantivy p99 {r['raw_tantivy_p99_ms']:.3f} ms, FTS5 p99 {r['fts5_p99_ms']:.3f} ms; "
+        f"FTS5 build {r['fts5_build_rows_per_s']:,} rows/s; corpus write "
+        f"{r['corpus_write_eps']:,} ev/s.",
+        f"queries without hits: memlog {r['empty_results']['memlog']}, raw Tantivy "
+        f"{r['empty_results']['raw_tantivy']}, FTS5 {r['empty_results']['fts5']}.",
+    ]
+    if r["views_presized"]:
+        notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")
+    if not r["views_complete"]:
+        notes.append(f"INCOMPLETE views replay: events applied {r['views_events_applied']:,}, "
+                     f"entries {r['views_entries']:,} (expected {r['events']:,} / "
+                     f"{r['entries']:,}).")
+    if not r["rebuild_complete"]:
+        notes.append(f"INCOMPLETE rebuild: views hold {r['rebuild_views_entries']:,} entries, the "
+                     f"index {r['rebuild_search_docs']:,} documents (expected {r['entries']:,}); "
+                     "its rate counts the expected documents.")
+    return notes
+
+
+# -- main --------------------------------------------------------------------------
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--events", type=int, default=200_000, help="corpus entries in the log")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--queries", type=int, default=1000, help="search queries (>= 1000 advised)")
+    parser.add_argument("--shards", type=int, default=4, help="search shards of the projection")
+    parser.add_argument("--fts5-queries", type=int, default=200,
+                        help="how many of the queries also run on FTS5 (evenly spaced)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per throughput; best is kept")
+    parser.add_argument("--dir", type=Path, default=None, metavar="PATH",
+                        help="parent of the scratch directory (default: the system temp dir)")
+    parser.add_argument("--profile", action="store_true",
+                        help="print cProfile tables of a views replay and of run_search (stderr)")
+    parser.add_argument("--no-presize", action="store_true",
+                        help="let the views environment grow its map during (a)")
+    args = parser.parse_args(argv)
+    if min(args.events, args.repeats, args.queries, args.fts5_queries) < 1:
+        parser.error("--events, --repeats, --queries and --fts5-queries must be >= 1")
+    if not 1 <= args.shards <= 64:
+        parser.error("--shards must be 1..64")
+    return args
+
+
+def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
+    """Every measurement, in one run."""
+    corpus = load_corpus()
+    with EventLog.open(base / "log") as elog:
+        log(f"writing a corpus of {args.events:,} entries")
+        started = time.perf_counter()
+        head = corpus.write_corpus(elog, args.events, SEED)
+        write_s = time.perf_counter() - started
+        log(f"(a) replay into views vs scan + decode, {head:,} events")
+        views = measure_views(base, elog, head, args.events, args.repeats, not args.no_presize)
+        log("building raw Tantivy documents and FTS5 rows (off the clock)")
+        raw = build_raw_corpus(elog)
+        schema = raw_schema()
+        log(f"(b) full rebuild vs raw Tantivy, {len(raw.rows):,} documents")
+        rebuild, proj, raw_dir = measure_rebuild(base, elog, raw, schema, args.shards, args.repeats)
+        raw.docs = []  # the documents are not needed any more
+        try:
+            log("building the SQLite FTS5 table")
+            conn, fts5_s = fts5_build(base / "fts5.db", raw.rows)
+            try:
+                queries = corpus.Corpus(SEED).queries(args.queries)
+                log(f"(c) search latency, {len(queries):,} queries")
+                every = max(1, len(queries) // args.fts5_queries)
+                lat = measure_search(proj, raw_dir, schema, conn, queries, every)
+            finally:
+                conn.close()
+            if args.profile:
+                profile_views(base, elog, head)
+                profile_search(proj, queries)
+        finally:
+            proj.close()
+    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head)
+
+
+def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
+    """Run the benchmark; the scratch directory is removed afterwards."""
+    args = parse_args(argv)
+    parent = args.dir
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="memlog-bench-proj-", dir=parent))
+    try:
+        result = run(args, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    emit(json.dumps(result, indent=2) if args.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
