@@ -110,7 +110,10 @@ class ViewWriter:
         for sid in self.recompute:
             self.session_stats[sid] = self._stats_from_entries(sid)
         for sid, stats in self.session_stats.items():
-            self.put(b"session_stats", sid.encode(), stats)
+            if stats.entries:
+                self.put(b"session_stats", sid.encode(), stats)
+            else:  # no entries is the same as never having had any, as in a replay
+                self.txn.delete(sid.encode(), db=self.dbs[b"session_stats"])
         db = self.dbs[b"stats"]
         for name, delta in self.counters.items():
             raw = self.txn.get(name.encode(), db=db)
@@ -269,7 +272,8 @@ class ViewWriter:
                 continue
             self.put(b"entries", version_key(eid, rec.seq),
                      msgspec.structs.replace(prev, state="compacted", changed_seq=rec.seq))
-            self._unindex(prev)
+            # The indexes stay: as of an earlier seq the entry was live; readers
+            # skip compacted versions now.
             self._uncount(prev)
 
     def _accessed(self, rec: RecordedEvent, event: EntriesAccessed) -> None:
