@@ -4,7 +4,7 @@ relevance with decay, snippets from the views' text."""
 from __future__ import annotations
 
 from eventstore import format_micros
-from projections import Projections, SearchQuery, ViewReader, run_search, score, tokens
+from projections import EntryView, Projections, SearchQuery, ViewReader, run_search, score, tokens
 
 from .results import SearchResult
 
@@ -15,7 +15,11 @@ _SNIPPET = 160
 
 def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | None,
          now: int) -> list[SearchResult]:
-    """Search hits as results, re-ranked by relevance (or time) and cut to the limit."""
+    """Search hits as results, re-ranked by relevance (or time) and cut to the limit.
+
+    Candidates are scored from the views first; snippets and result objects are
+    built only for the ones returned.
+    """
     assert proj.search_index is not None
     hits = run_search(proj.search_index, query, as_of)
     if not hits:
@@ -23,30 +27,36 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
     words = tokens(query.text)
     top = max(h.text_score for h in hits) if words else 0.0
     params = views.decay_params()
-    scored: list[tuple[float, int, SearchResult]] = []
+    scored: list[tuple[float, float, int, EntryView]] = []
     for hit in hits:
-        result = _result(views, hit.rseq, hit.text_score, top, words, now, params)
-        if result is not None and result.score >= query.min_relevance:
-            scored.append((result.score, hit.rseq, result))
+        entry_id = views.entry_id_at(hit.rseq)
+        view = None if entry_id is None else views.entry(entry_id)
+        if view is None or view.entry is None or view.state not in ("live", "redacted"):
+            continue
+        relevance, factor = _score(views, view, hit.text_score if words else 1.0, top if words else 1.0,
+                                   now, params)
+        if relevance >= query.min_relevance:
+            scored.append((relevance, factor, hit.rseq, view))
     if query.sort == "relevance":
-        scored.sort(key=lambda t: (-t[0], -t[1]))
+        scored.sort(key=lambda t: (-t[0], -t[2]))
     else:
-        scored.sort(key=lambda t: (t[2].occurred_at, t[1]), reverse=query.sort == "newest")
-    return [t[2] for t in scored[: query.limit]]
+        scored.sort(key=lambda t: (t[3].occurred_at, t[2]), reverse=query.sort == "newest")
+    return [_result(view, relevance, factor, words) for relevance, factor, _, view in scored[: query.limit]]
 
 
-def _result(views: ViewReader, rseq: int, text_score: float, top: float, words: list[str],
-            now: int, params: object) -> SearchResult | None:
-    entry_id = views.entry_id_at(rseq)
-    view = None if entry_id is None else views.entry(entry_id)
-    if view is None or view.entry is None or view.state not in ("live", "redacted"):
-        return None
+def _score(views: ViewReader, view: EntryView, text: float, top: float, now: int,
+           params: object) -> tuple[float, float]:
     entry = view.entry
+    assert entry is not None
     access = views.access(view.entry_id)
     level = getattr(entry.details, "impact", None) or getattr(entry.details, "severity", None)
-    text = text_score if words else 1.0
-    relevance, factor = score(text, top if words else 1.0, entry.kind, entry.occurred_at, now,
-                              access.count, access.last_at, entry.importance, params, level)
+    return score(text, top, entry.kind, entry.occurred_at, now, access.count, access.last_at,
+                 entry.importance, params, level)
+
+
+def _result(view: EntryView, relevance: float, factor: float, words: list[str]) -> SearchResult:
+    entry = view.entry
+    assert entry is not None
     return SearchResult(
         id=view.entry_id, type=entry.kind, session_id=entry.session_id, content=entry.content,
         snippet=make_snippet(entry.content, words), score=round(relevance, 6),

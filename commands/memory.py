@@ -165,13 +165,15 @@ class MemoryLog(PrivacyAPI):
     def _live_session(self, session_id: object) -> str:
         sid = check_id(session_id, "session id")
         if sid in self._pending_sessions:
-            return sid
+            return sid  # started in this batch, or already checked in it
         with self._reader() as views:
             view = views.session(sid)
         if view is None or view.deleted is not None:
             raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
         if view.archived:
             raise SessionArchivedError(f"session {sid} is archived; restore it first")
+        if self._batch is not None:
+            self._pending_sessions.add(sid)
         return sid
 
     # -- sessions -----------------------------------------------------------
@@ -388,8 +390,7 @@ class MemoryLog(PrivacyAPI):
                             sort, min_relevance)
         with self._reader(search=True) as views:
             if not include_archived and session_id is None:
-                archived = tuple(s.session_id for s in views.sessions() if s.archived)
-                query = msgspec.structs.replace(query, exclude_sessions=archived)
+                query = msgspec.structs.replace(query, exclude_sessions=views.archived_sessions())
             results = find(self.proj, views, query, None, now_micros())
         if results and (self.settings.record_access if record_access is None else record_access):
             ids = tuple(r.id for r in results)

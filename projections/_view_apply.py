@@ -146,6 +146,7 @@ class ViewWriter:
                 archived = isinstance(event, SessionArchived)
                 self._session_update(event.session_id,
                                      lambda s: r.session_with_archive(s, rec, archived))
+                self._mark_archived(event.session_id, archived)
             case MemorySaved():
                 self._memory_saved(rec, event)
             case MemoryForgotten():
@@ -320,8 +321,17 @@ class ViewWriter:
             self.txn.delete(version_key(entity, seq), db=db)
         self.txn.delete(memory_id.encode(), db=self.dbs[b"memory_ids"])
 
+    def _mark_archived(self, session_id: str, archived: bool) -> None:
+        if latest_version(self.txn, self.dbs[b"sessions"], session_id, None) is None:
+            return
+        if archived:
+            self.txn.put(session_id.encode(), b"", db=self.dbs[b"archived"])
+        else:
+            self.txn.delete(session_id.encode(), db=self.dbs[b"archived"])
+
     def _delete_session(self, session_id: str) -> None:
         """Drop the manifest versions (they may hold metadata) and the statistics."""
+        self.txn.delete(session_id.encode(), db=self.dbs[b"archived"])
         db = self.dbs[b"sessions"]
         for seq, _ in list(all_versions(self.txn, db, session_id)):
             self.txn.delete(version_key(session_id, seq), db=db)

@@ -72,6 +72,12 @@ class ViewReader:
             if view is not None:
                 yield view
 
+    def archived_sessions(self) -> tuple[str, ...]:
+        """Ids of the sessions archived at ``as_of`` (now: from a small index)."""
+        if self.as_of is None:
+            return tuple(bytes(k).decode() for k, _ in self.txn.cursor(db=self.dbs[b"archived"]))
+        return tuple(s.session_id for s in self.sessions() if s.archived)
+
     def session_stats(self, session_id: str) -> SessionStats:
         """Statistics now, or recomputed from the entries as of ``as_of``."""
         if self.as_of is None:

@@ -68,7 +68,10 @@ class Projections:
     def _open(self) -> None:
         self._target = os.readlink(self._link)
         root = self.data_dir / self._target
-        self.views = ViewStore(root / "views", sync=self.sync)
+        # The views are rebuilt from the log, so they are not fsynced per commit:
+        # a power loss can only roll them (and their checkpoint) back.
+        self.views = ViewStore(root / "views", sync=False)
+        self._indexed_head = -1
         self.search_index = SearchIndex(root / "search", self.shards)
 
     def _check_current(self) -> None:
@@ -117,20 +120,22 @@ class Projections:
     def _catch_up_search(self, head: int, progress: Progress | None) -> None:
         index = self.search_index
         assert index is not None and self.views is not None
+        if head == self._indexed_head:
+            return  # nothing appended since this process last caught the index up
         with index.lock.shared(), _file_lock(self.root / "search.lock"):
             index.refresh()
             marks = [shard.checkpoint() for shard in index.shards]
             start = min(marks)
-            if start >= head:
-                return
-            try:
-                self._index_range(index, marks, start + 1, head, progress)
-            except BaseException:
-                index.rollback()
-                raise
-            for i, shard in enumerate(index.shards):
-                if shard.dirty or head - marks[i] >= _SEARCH_LAG:
-                    shard.commit(head)
+            if start < head:
+                try:
+                    self._index_range(index, marks, start + 1, head, progress)
+                except BaseException:
+                    index.rollback()
+                    raise
+                for i, shard in enumerate(index.shards):
+                    if shard.dirty or head - marks[i] >= _SEARCH_LAG:
+                        shard.commit(head)
+            self._indexed_head = head
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
                      progress: Progress | None) -> None:
@@ -211,6 +216,7 @@ class Projections:
         fresh = Projections.__new__(Projections)
         fresh.__dict__.update(self.__dict__)
         fresh._target = target
+        fresh._indexed_head = -1
         (self.data_dir / target).mkdir(mode=0o700)
         fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
         fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
