@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import msgspec
 
@@ -127,7 +127,13 @@ class MemoryLog(PrivacyAPI):
             version = self._batch_versions.get(stream)
             if version is None:
                 version = self.log.stream_version(stream)
-            self._batch.append(AppendRequest(stream, events, who, version))
+            last = self._batch[-1] if self._batch else None
+            if last is not None and last.stream == stream and last.actor == who:
+                # Consecutive writes to one stream become one request: same
+                # transaction, far less per-request work.
+                cast(list[Event], last.events).extend(events)
+            else:
+                self._batch.append(AppendRequest(stream, list(events), who, version))
             self._batch_versions[stream] = version + len(events)
             return 0
         for attempt in range(_RETRIES):

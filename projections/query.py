@@ -125,7 +125,7 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None) -> lis
         q = build_query(index.schema, query, as_of, known)
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
-    want = min(10_000, max(query.limit * 3, 30))
+    want = min(10_000, max(query.limit * 2, 20))
     hits: list[SearchHit] = []
     for _, searcher in searchers:
         found = searcher.search(q, want, count=False).hits
