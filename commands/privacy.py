@@ -41,7 +41,7 @@ from projections import EntryView, ViewReader
 from . import _log
 from ._entries import new_id
 from .redaction import Redactor
-from .scan import scan_tree
+from .scan import scan_needles
 
 if TYPE_CHECKING:
     from .memory import MemoryLog
@@ -219,7 +219,8 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
     log_s = time.perf_counter() - started
     split = mem.proj.purge(entry_ids, mem.log.settings.purge_lock_timeout)
     scan_started = time.perf_counter()
-    found, scanned = scan_tree(mem.data_dir, needles)
+    _, scanned, found = scan_needles(mem.data_dir, needles)
+    found = {n for n in found if not _held_by_live_entry(mem, n)}
     # A compacting copy moves pages, it does not re-encode records: the rewritten
     # log must end at the same chain head and hold none of the erased payloads.
     # (`memlog audit verify` walks the whole chain.)
@@ -242,6 +243,19 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
         seconds={"log_compact_s": round(log_s, 6), "views_compact_s": round(split.views_seconds, 6),
                  "index_rebuild_s": round(split.search_seconds, 6), "verify_s": round(verify_s, 6),
                  "total_s": round(total, 6)})
+
+
+def _held_by_live_entry(mem: MemoryLog, needle: bytes) -> bool:
+    """True when a live entry legitimately holds the same text (not a leak)."""
+    text = needle.decode(errors="ignore")
+    hits = mem.search(" ".join(text.split()[:12]), limit=50, include_archived=True, record_access=False)
+    return any(text in h.content or text in _detail_text(mem, h.id) for h in hits)
+
+
+def _detail_text(mem: MemoryLog, entry_id: str) -> str:
+    shown = mem.show(entry_id)
+    details = getattr(shown, "details", {}) or {}
+    return "\n".join(str(v) for v in details.values())
 
 
 def purge_pending(mem: MemoryLog) -> DeletionReport | None:

@@ -239,3 +239,15 @@ def test_second_process_keeps_working_across_a_purge(tmp_path: Path) -> None:
     assert holder.wait(timeout=60) == 0, out
     assert "hits 0 state deleted stale 0" in out
     assert not scan_tree(root, [secret.encode()])[0]
+
+
+def test_text_shared_with_a_live_entry_is_not_a_leak(tmp_path: Path) -> None:
+    """Deleting one of two entries with the same text verifies; the other keeps its text."""
+    with MemoryLog.open(tmp_path / "s") as mem:
+        sid = mem.start_session()
+        twin = "configure the connection pool before launch"
+        first = mem.add_task(sid, content=twin)
+        second = mem.add_task(sid, content=twin)
+        report = mem.delete(ids=[first], reason="dup", requested_by="dpo")
+        assert report.verified
+        assert mem.show(second).content == twin and mem.show(first).state == "deleted"
