@@ -71,7 +71,15 @@ import lmdb
 import tantivy
 
 from eventstore import EntryRecorded, EventLog
-from projections import Projections, SearchQuery, ViewStore, run_search, searchable_text
+from projections import (
+    Projections,
+    SearchQuery,
+    ViewStore,
+    build_schema,
+    entry_document,
+    run_search,
+    searchable_text,
+)
 
 REPLAY_TARGET_EPS = 600_000.0
 REBUILD_TARGET_RATIO = 0.8
@@ -81,7 +89,6 @@ FTS5_TARGET_SPEEDUP = 10.0
 WARMUP_QUERIES = 50
 LIMIT = 10
 SEED = 7
-OPEN_SEQ = (1 << 63) - 1  # to_seq of a current document, as in the projection
 PROFILE_EVENTS = 200_000
 PROFILE_LINES = 22
 
@@ -104,36 +111,6 @@ def load_corpus() -> ModuleType:
 
 # -- raw anchors -------------------------------------------------------------------
 
-def raw_schema() -> Any:
-    """The projection's shard schema, rebuilt with tantivy directly."""
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field("content", stored=False, tokenizer_name="default")
-    for name in ("kind", "session", "agent", "user", "tags"):
-        sb.add_text_field(name, stored=False, tokenizer_name="raw")
-    sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
-    for name in ("rseq", "from_seq", "to_seq"):
-        sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
-    return sb.build()
-
-
-def raw_document(event: EntryRecorded, text: str, seq: int) -> Any:
-    """The same fields the projection indexes for a current entry."""
-    doc = tantivy.Document()
-    doc.add_text("content", text)
-    doc.add_text("kind", event.kind)
-    for name, value in (("session", event.session_id), ("agent", event.agent_id),
-                        ("user", event.user_id)):
-        if value:
-            doc.add_text(name, value)
-    for tag in event.tags:
-        doc.add_text("tags", tag)
-    doc.add_integer("occurred_at", event.occurred_at)
-    doc.add_unsigned("rseq", seq)
-    doc.add_unsigned("from_seq", seq)
-    doc.add_unsigned("to_seq", OPEN_SEQ)
-    return doc
-
-
 @dataclass(slots=True)
 class RawCorpus:
     """Documents and texts of every entry, built from the log off the clock."""
@@ -151,7 +128,7 @@ def build_raw_corpus(elog: EventLog) -> RawCorpus:
         event = rec.event
         if isinstance(event, EntryRecorded):
             text = searchable_text(event)
-            out.docs.append(raw_document(event, text, rec.seq))
+            out.docs.append(entry_document(event, rec.seq, rec.seq))
             out.rows.append((rec.seq, text))
     out.build_s = time.perf_counter() - started
     return out
@@ -554,7 +531,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         views = measure_views(base, elog, head, args.events, args.repeats, not args.no_presize)
         log("building raw Tantivy documents and FTS5 rows (off the clock)")
         raw = build_raw_corpus(elog)
-        schema = raw_schema()
+        schema = build_schema()
         log(f"(b) full rebuild vs raw Tantivy, {len(raw.rows):,} documents")
         rebuild, proj, raw_dir = measure_rebuild(base, elog, raw, schema, args.shards, args.repeats)
         raw.docs = []  # the documents are not needed any more
