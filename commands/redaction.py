@@ -41,7 +41,15 @@ class Redactor:
 
     def redact(self, text: str, counts: dict[str, int]) -> str:
         """``text`` with every match replaced; ``counts`` gets the spans per kind."""
+        lower: str | None = None
         for kind, pattern in self._patterns:
+            # Cheap substring checks skip a regex scan when it cannot match.
+            if kind == "email" and "@" not in text:
+                continue
+            if kind == "password":
+                lower = text.lower() if lower is None else lower
+                if "pass" not in lower and "pwd" not in lower:
+                    continue
             text, n = pattern.subn(REPLACEMENT, text)
             if n:
                 counts[kind] = counts.get(kind, 0) + n
