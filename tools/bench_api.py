@@ -36,16 +36,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
-import io
-import json
-import math
 import os
 import platform
-import pstats
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +53,9 @@ from commands import MemoryLog
 from eventstore import AppendRequest, EntryRecorded, EventLog, LogSettings, SessionStarted, now_micros
 from projections import SearchQuery, run_search
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import align, load_corpus, log, percentile, profile_text, run_main, verdict
+
 BATCH = 10_000
 SINGLE_MAX = 2_000
 SINGLE_BLOCK = 100
@@ -71,22 +68,6 @@ LIMIT = 10
 WARMUP_QUERIES = 50
 OVERHEAD_TARGET = 1.5
 PROFILE_LINES = 22
-
-
-def log(message: str) -> None:
-    """Progress to stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def load_corpus() -> ModuleType:
-    """tools/corpus.py, loaded from its path (tools/ is not a package)."""
-    path = Path(__file__).resolve().parent / "corpus.py"
-    spec = importlib.util.spec_from_file_location("memlog_bench_corpus", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- the two sides of a write benchmark --------------------------------------------
@@ -257,24 +238,7 @@ def measure_search(mem: MemoryLog, queries: Sequence[str]) -> Latencies:
     return out
 
 
-def percentile(values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
 # -- profiles ----------------------------------------------------------------------
-
-def _profile_text(profiler: cProfile.Profile, title: str) -> str:
-    buf = io.StringIO()
-    stats = pstats.Stats(profiler, stream=buf)
-    stats.strip_dirs()
-    buf.write(f"\n=== {title}: by own time ===\n")
-    stats.sort_stats("tottime").print_stats(PROFILE_LINES)
-    buf.write(f"=== {title}: by cumulative time ===\n")
-    stats.sort_stats("cumulative").print_stats(PROFILE_LINES)
-    return buf.getvalue()
-
 
 def profile_writes(base: Path, texts: Sequence[str]) -> None:
     """cProfile of single and batched ``add_message`` (stderr)."""
@@ -290,7 +254,7 @@ def profile_writes(base: Path, texts: Sequence[str]) -> None:
             sides.close()
             shutil.rmtree(base / "profile-api")
             shutil.rmtree(base / "profile-log")
-        log(_profile_text(profiler, f"{label} x {count:,}"))
+        log(profile_text(profiler, f"{label} x {count:,}"))
 
 
 def profile_search(mem: MemoryLog, queries: Sequence[str]) -> None:
@@ -300,7 +264,7 @@ def profile_search(mem: MemoryLog, queries: Sequence[str]) -> None:
     for text in queries:
         mem.search(text, limit=LIMIT, record_access=False)
     profiler.disable()
-    log(_profile_text(profiler, f"mem.search x {len(queries):,}"))
+    log(profile_text(profiler, f"mem.search x {len(queries):,}"))
 
 
 # -- report ------------------------------------------------------------------------
@@ -342,36 +306,29 @@ def collect(single: Pair, batch: Pair, lat: Latencies, catch_up_s: float, counts
     return out
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def table(r: dict[str, Any]) -> str:
     """The human-readable report."""
     ok = r["pass"]
     rows = [
         ("single write (1/commit, sync)", f"{r['api_single_eps']:>9,} ev/s",
          f"{r['log_single_eps']:>9,} ev/s", f"{r['single_overhead']:.2f}x", "<= 1.5x",
-         _verdict(ok["single"])),
+         verdict(ok["single"])),
         ("batched write (10k/txn, sync)", f"{r['api_batch_eps']:>9,} ev/s",
          f"{r['log_batch_eps']:>9,} ev/s", f"{r['batch_overhead']:.2f}x", "<= 1.5x",
-         _verdict(ok["batch"])),
+         verdict(ok["batch"])),
         ("search p50 (limit 10)", f"{r['facade_search_p50_ms']:>10.3f} ms",
          f"{r['projection_search_p50_ms']:>10.3f} ms", f"{r['search_overhead']:.2f}x", "<= 1.5x",
-         _verdict(ok["search"])),
+         verdict(ok["search"])),
     ]
     head = ("measure", "facade", "layer beneath", "overhead", "target", "result")
-    widths = (30, 15, 15, 8, 8, 6)
     lines = [
         f"MemoryLog facade vs the layer beneath, interleaved: {r['single_events']:,} single writes, "
         f"{r['batch_events']:,} batched, {r['queries']:,} queries on {r['search_entries']:,} "
         f"entries; {r['statistic']} runs per throughput",
         f"{r['lmdb']}, Python {r['python']}, {r['cpus']} CPUs",
         "",
-        "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(),
+        *align(head, rows),
     ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
     lines += [
         "",
         "overhead = layer rate / facade rate (writes), facade p50 / projection p50 (search).",
@@ -439,17 +396,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
     """Run the benchmark; the scratch directory is removed afterwards."""
-    args = parse_args(argv)
-    parent = args.dir
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="memlog-bench-api-", dir=parent))
-    try:
-        result = run(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    emit(json.dumps(result, indent=2) if args.json else table(result))
-    return 0
+    return run_main(parse_args(argv), run, table, "memlog-bench-api-", emit)
 
 
 if __name__ == "__main__":

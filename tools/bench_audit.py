@@ -25,21 +25,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import log as progress
+from benchkit import percentile
 from corpus import Corpus, write_corpus
 
 from commands import MemoryLog
 from eventstore import EventLog
-
-
-def progress(message: str) -> None:
-    """Progress on stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """The pct-th percentile (nearest rank) in milliseconds."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))] * 1000
 
 
 def run(root: Path, events: int, reads: int, queries: int) -> dict[str, Any]:
@@ -72,12 +63,12 @@ def run(root: Path, events: int, reads: int, queries: int) -> dict[str, Any]:
             past_s.append(time.perf_counter() - t0)
     result = {
         "events": head, "reads": reads, "queries": queries,
-        "asof_entry_p50_ms": round(percentile(entry_s, 50), 3),
-        "asof_entry_p99_ms": round(percentile(entry_s, 99), 3),
-        "asof_search_p50_ms": round(percentile(past_s, 50), 3),
-        "asof_search_p99_ms": round(percentile(past_s, 99), 3),
-        "search_p50_ms": round(percentile(now_s, 50), 3),
-        "search_p99_ms": round(percentile(now_s, 99), 3),
+        "asof_entry_p50_ms": round(percentile(entry_s, 50) * 1000, 3),
+        "asof_entry_p99_ms": round(percentile(entry_s, 99) * 1000, 3),
+        "asof_search_p50_ms": round(percentile(past_s, 50) * 1000, 3),
+        "asof_search_p99_ms": round(percentile(past_s, 99) * 1000, 3),
+        "search_p50_ms": round(percentile(now_s, 50) * 1000, 3),
+        "search_p99_ms": round(percentile(now_s, 99) * 1000, 3),
         "mean_entry_ms": round(statistics.fmean(entry_s) * 1000, 3),
     }
     result["asof_search_ratio"] = round(result["asof_search_p50_ms"] / max(result["search_p50_ms"], 1e-9), 2)

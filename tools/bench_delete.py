@@ -26,16 +26,12 @@ import lmdb
 import tantivy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import log as progress
 from corpus import write_corpus
 
 from commands import MemoryLog
 from eventstore import EventLog
 from projections import build_schema, entry_document
-
-
-def progress(message: str) -> None:
-    """Progress on stderr."""
-    print(message, file=sys.stderr, flush=True)
 
 
 def build(root: Path, entries: int, shards: int) -> float:

@@ -38,13 +38,10 @@ stdout. The memlog side uses only the public API of :mod:`eventstore`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
-import struct
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +49,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import lmdb
-import msgspec
 
 from eventstore import (
     ENTRY_KINDS,
@@ -65,6 +61,10 @@ from eventstore import (
     MessageDetails,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import align, dir_bytes, log, run_main, verdict
+from raw_lmdb import DB_NAMES, PREFIX_BYTES, SALT_BYTES, encode, open_raw, raw_bytes, raw_scan, raw_write
+
 BATCH = 10_000
 SINGLE_MAX = 3_000
 SINGLE_BLOCK = 100  # single appends interleave with raw commits in blocks of this many
@@ -76,12 +76,6 @@ SINGLE_TARGET_RATIO = 0.8
 READ_TARGET_EPS = 1_000_000.0
 PURGE_BUDGET_S = 2.0
 
-# Mirrors the layout of the LMDB log (names and sizes only; see the module doc).
-DB_NAMES = (b"headers", b"payloads", b"streams", b"stream_index", b"event_ids", b"meta")
-PREFIX_BYTES = 64  # chain hash + commitment before each header
-SALT_BYTES = 32  # salt before each payload
-U64 = struct.Struct(">Q").pack
-
 WORDS = (
     "agent", "memory", "session", "user", "decision", "finding", "lesson", "preference", "task",
     "handoff", "summary", "project", "deploy", "rollback", "latency", "cache", "index", "query",
@@ -92,11 +86,6 @@ WORDS = (
     "throughput", "storage", "network", "timeout", "retry", "queue", "worker", "batch",
     "stream", "event", "projection", "snapshot", "replay",
 )
-
-
-def log(message: str) -> None:
-    """Progress to stderr."""
-    print(message, file=sys.stderr, flush=True)
 
 
 # -- deterministic content ---------------------------------------------------------
@@ -156,105 +145,6 @@ def make_plan(events: Sequence[EntryRecorded], per_append: int) -> Plan:
 
 
 # -- the raw LMDB side -------------------------------------------------------------
-
-Record = tuple[bytes, bytes, bytes, bytes, bytes]  # key, header, payload, event id, index key
-
-
-@dataclass(frozen=True, slots=True)
-class RawTxn:
-    """Precomputed bytes of one raw write transaction (one append)."""
-
-    stream: bytes
-    version: bytes
-    head_seq: bytes
-    head_hash: bytes
-    head_time: bytes
-    records: list[Record]
-
-
-@dataclass(slots=True)
-class RawBytes:
-    """All raw transactions of a plan and the sizes of their values."""
-
-    txns: list[RawTxn] = field(default_factory=list)
-    header_bytes: int = 0
-    payload_bytes: int = 0
-
-
-_encode = msgspec.msgpack.Encoder().encode
-
-
-def raw_bytes(elog: EventLog, first: int, last: int, plan: Plan) -> RawBytes:
-    """The bytes memlog stored for ``plan`` at seqs ``first..last``, read back.
-
-    Headers and payloads are re-encoded from the log's records, which gives the
-    stored bytes (same encoder, same values), so event ids, header sizes and
-    key order are exactly our log's. Chain hash, commitment and salt are random
-    bytes of the same sizes.
-    """
-    out = RawBytes()
-    records = elog.read(first, last)
-    for stream, events in plan:
-        batch: list[Record] = []
-        for _ in events:
-            rec = next(records)
-            header, payload = _encode(rec.header), _encode(rec.event)
-            if rec.stream != stream:
-                raise RuntimeError(f"seq {rec.seq} is in {rec.stream}, expected {stream}")
-            out.header_bytes += len(header)
-            out.payload_bytes += len(payload)
-            key = U64(rec.seq)
-            batch.append((
-                key, os.urandom(PREFIX_BYTES) + header, os.urandom(SALT_BYTES) + payload,
-                rec.id.encode(), stream.encode() + b"\x00" + U64(rec.version),
-            ))
-        out.txns.append(RawTxn(
-            stream.encode(), U64(rec.version), U64(rec.seq), os.urandom(32),
-            U64(rec.recorded_at), batch,
-        ))
-    return out
-
-
-def open_raw(path: Path, map_size: int) -> tuple[Any, list[Any]]:
-    """A raw environment with the log's flags (sync on) and database names."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = lmdb.open(str(path), map_size=map_size, max_dbs=len(DB_NAMES) + 2, mode=0o600,
-                    sync=True, max_readers=256)
-    with env.begin(write=True) as txn:
-        dbs = [env.open_db(name, txn=txn) for name in DB_NAMES]
-    return env, dbs
-
-
-def raw_write(env: Any, dbs: list[Any], txns: Sequence[RawTxn]) -> None:
-    """One write transaction per RawTxn: the same gets and puts as our log."""
-    headers, payloads, streams, index, ids, meta = dbs
-    for t in txns:
-        with env.begin(write=True) as txn:
-            txn.get(b"head", db=meta)
-            txn.get(t.stream, db=streams)
-            hcur = txn.cursor(db=headers)
-            pcur = txn.cursor(db=payloads)
-            for key, hval, pval, eid, ikey in t.records:
-                if not hcur.put(key, hval, append=True):
-                    raise RuntimeError("raw append out of order")
-                pcur.put(key, pval, append=True)
-                if not txn.put(eid, key, db=ids, overwrite=False):
-                    raise RuntimeError("raw duplicate event id")
-                txn.put(ikey, key, db=index)
-            txn.put(t.stream, t.version, db=streams)
-            txn.put(b"head", t.head_seq + t.head_hash + t.head_time, db=meta)
-
-
-def raw_scan(env: Any, dbs: list[Any]) -> int:
-    """Cursor scan of the headers and payloads databases, no decode."""
-    count = 0
-    with env.begin(buffers=True) as txn:
-        heads = txn.cursor(db=dbs[0]).iternext()
-        pays = txn.cursor(db=dbs[1]).iternext()
-        for _h, _p in zip(heads, pays, strict=True):
-            count += 1
-    return count
-
 
 # -- the memlog side ---------------------------------------------------------------
 
@@ -319,7 +209,7 @@ class Pair:
 
 
 def _map_size(plan: Plan) -> int:
-    payload = sum(len(_encode(event)) for _, events in plan for event in events)
+    payload = sum(len(encode(event)) for _, events in plan for event in events)
     return max(256 << 20, 4 * payload + 1024 * sum(len(events) for _, events in plan))
 
 
@@ -395,19 +285,15 @@ def build_large_log(elog: EventLog, path: Path, gib: float) -> list[tuple[int, s
     target = int(gib * (1 << 30))
     victims: list[tuple[int, str]] = []
     n = 0
-    while _dir_bytes(path) < target:
+    while dir_bytes(path) < target:
         events = [make_event(n + i, size=2048) for i in range(BATCH)]
         requests = [AppendRequest(stream, evs, ACTOR) for stream, evs in make_plan(events, BATCH)]
         result = elog.append_many(requests)[0]
         victims += [(result.first_seq + j, events[j].entry_id) for j in range(0, BATCH, 997)]
         n += BATCH
         if n % (10 * BATCH) == 0:
-            log(f"  purge: built {n:,} events, {_dir_bytes(path) / (1 << 30):.2f} GiB")
+            log(f"  purge: built {n:,} events, {dir_bytes(path) / (1 << 30):.2f} GiB")
     return victims
-
-
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
 
 
 def erase_and_purge(elog: EventLog, victim: tuple[int, str], k: int) -> tuple[float, float, Any]:
@@ -516,41 +402,34 @@ def _purge_fields(p: PurgeResult) -> dict[str, Any]:
     }
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def table(r: dict[str, Any]) -> str:
     """The human-readable report."""
     rows = [
         ("batched append (10k/txn, sync)", f"{r['append_batch_eps']:>11,} ev/s",
          f"{r['raw_batch_eps']:>11,} ev/s", f"{r['append_batch_ratio']:.3f}x",
-         ">= 400k ev/s and >= 0.4x raw", _verdict(r["pass"]["append_batch"])),
+         ">= 400k ev/s and >= 0.4x raw", verdict(r["pass"]["append_batch"])),
         ("single append (1/commit, sync)", f"{r['append_single_eps']:>11,} ev/s",
          f"{r['raw_single_eps']:>11,} ev/s", f"{r['append_single_ratio']:.3f}x",
-         ">= 0.8x raw", _verdict(r["pass"]["append_single"])),
+         ">= 0.8x raw", verdict(r["pass"]["append_single"])),
         ("full read + decode", f"{r['read_decode_eps']:>11,} ev/s",
          f"{r['raw_scan_eps']:>11,} ev/s", f"{r['read_ratio']:.3f}x",
-         ">= 1M ev/s", _verdict(r["pass"]["read_decode"])),
+         ">= 1M ev/s", verdict(r["pass"]["read_decode"])),
     ]
     if "purge_seconds" in r:
         total = r["purge_total_seconds"]
         rows.append((f"erase 1 + purge ({r['purge_log_bytes'] / (1 << 30):.2f} GiB)",
                      f"{total:>13.3f} s", f"{r['raw_compact_copy_seconds']:>13.3f} s",
                      f"{total / r['raw_compact_copy_seconds']:.3f}x",
-                     "< 2 s (section 8, log part)", _verdict(r["pass"]["purge"])))
+                     "< 2 s (section 8, log part)", verdict(r["pass"]["purge"])))
     head = ("measure", "memlog", "raw LMDB anchor", "ratio", "target", "result")
-    widths = (32, 17, 17, 7, 30, 6)
     lines = [
         f"memlog event log vs raw LMDB, same bytes, same batches: {r['events']:,} events "
         f"(single appends: {r['single_events']:,}); {r['statistic']} runs per figure",
         f"{r['lmdb']}, Python {r['python']}, {r['cpus']} CPUs; mean stored value: "
         f"header {r['header_value_mean_bytes']} B, payload {r['payload_value_mean_bytes']} B",
         "",
-        "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(),
+        *align(head, rows),
     ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
     lines += _notes(r)
     return "\n".join(lines)
 
@@ -616,17 +495,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
     """Run the benchmark; the scratch directory is removed afterwards."""
-    args = parse_args(argv)
-    parent = args.dir
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="memlog-bench-", dir=parent))
-    try:
-        result = run(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    emit(json.dumps(result, indent=2) if args.json else table(result))
-    return 0
+    return run_main(parse_args(argv), run, table, "memlog-bench-", emit)
 
 
 if __name__ == "__main__":

@@ -49,22 +49,15 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
-import io
-import json
-import math
 import os
 import platform
-import pstats
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import lmdb
@@ -81,6 +74,9 @@ from projections import (
     searchable_text,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import align, dir_bytes, load_corpus, log, percentile, profile_text, run_main, verdict
+
 REPLAY_TARGET_EPS = 600_000.0
 REBUILD_TARGET_RATIO = 0.8
 SEARCH_P50_TARGET_RATIO = 2.0
@@ -91,22 +87,6 @@ LIMIT = 10
 SEED = 7
 PROFILE_EVENTS = 200_000
 PROFILE_LINES = 22
-
-
-def log(message: str) -> None:
-    """Progress to stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def load_corpus() -> ModuleType:
-    """tools/corpus.py, loaded from its path (tools/ is not a package)."""
-    path = Path(__file__).resolve().parent / "corpus.py"
-    spec = importlib.util.spec_from_file_location("memlog_bench_corpus", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- raw anchors -------------------------------------------------------------------
@@ -169,10 +149,6 @@ def scan_decode(elog: EventLog) -> tuple[float, int]:
     return time.perf_counter() - started, count
 
 
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def views_replay(path: Path, elog: EventLog, map_size: int | None,
                  until: int | None = None) -> tuple[float, dict[str, int]]:
     """Apply the log to fresh views (sync off, one sync at the end); (seconds, counters)."""
@@ -219,7 +195,7 @@ def measure_views(base: Path, elog: EventLog, head: int, entries: int, repeats: 
                   presize: bool) -> Pair:
     """(a) views replay and scan + decode, interleaved, ``repeats`` times."""
     pair = Pair(head)
-    map_size = max(1 << 30, 4 * _dir_bytes(base / "log")) if presize else None
+    map_size = max(1 << 30, 4 * dir_bytes(base / "log")) if presize else None
     for rep in range(repeats):
         os.sync()
         seconds, count = scan_decode(elog)
@@ -331,36 +307,19 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
     return out
 
 
-def percentile(values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
 # -- profiles ----------------------------------------------------------------------
-
-def _profile_text(profiler: cProfile.Profile, title: str) -> str:
-    buf = io.StringIO()
-    stats = pstats.Stats(profiler, stream=buf)
-    stats.strip_dirs()
-    buf.write(f"\n=== {title}: by own time ===\n")
-    stats.sort_stats("tottime").print_stats(PROFILE_LINES)
-    buf.write(f"=== {title}: by cumulative time ===\n")
-    stats.sort_stats("cumulative").print_stats(PROFILE_LINES)
-    return buf.getvalue()
-
 
 def profile_views(base: Path, elog: EventLog, head: int) -> None:
     """cProfile of a views replay of the first ``PROFILE_EVENTS`` events (stderr)."""
     until = min(head, PROFILE_EVENTS)
-    map_size = max(1 << 30, 4 * _dir_bytes(base / "log"))
+    map_size = max(1 << 30, 4 * dir_bytes(base / "log"))
     profiler = cProfile.Profile()
     path = base / "views-profile"
     profiler.enable()
     views_replay(path, elog, map_size, until)
     profiler.disable()
     shutil.rmtree(path)
-    log(_profile_text(profiler, f"views replay of {until:,} events"))
+    log(profile_text(profiler, f"views replay of {until:,} events"))
 
 
 def profile_search(proj: Projections, queries: Sequence[str]) -> None:
@@ -371,7 +330,7 @@ def profile_search(proj: Projections, queries: Sequence[str]) -> None:
     for query in queries:
         run_search(proj.search_index, SearchQuery(text=query, limit=LIMIT), None)
     profiler.disable()
-    log(_profile_text(profiler, f"run_search x {len(queries):,}"))
+    log(profile_text(profiler, f"run_search x {len(queries):,}"))
 
 
 # -- report ------------------------------------------------------------------------
@@ -424,32 +383,27 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
     return out
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def table(r: dict[str, Any]) -> str:
     """The human-readable report."""
     ok = r["pass"]
     rows = [
         ("replay into views", f"{r['replay_views_eps']:>10,} ev/s",
          f"{r['raw_scan_decode_eps']:>10,} ev/s", f"{r['replay_views_ratio']:.3f}x",
-         ">= 600k ev/s", _verdict(ok["replay_views"])),
+         ">= 600k ev/s", verdict(ok["replay_views"])),
         ("full rebuild incl. search", f"{r['rebuild_all_docs_per_s']:>8,} docs/s",
          f"{r['raw_tantivy_docs_per_s']:>8,} docs/s", f"{r['rebuild_ratio']:.3f}x",
-         ">= 0.8x raw Tantivy", _verdict(ok["rebuild"])),
+         ">= 0.8x raw Tantivy", verdict(ok["rebuild"])),
         ("search p50 (limit 10)", f"{r['search_p50_ms']:>12.3f} ms",
          f"{r['raw_tantivy_p50_ms']:>12.3f} ms", f"{r['search_p50_ratio']:.2f}x",
-         "<= 2x raw Tantivy", _verdict(ok["search_p50"])),
+         "<= 2x raw Tantivy", verdict(ok["search_p50"])),
         ("search p99 (limit 10)", f"{r['search_p99_ms']:>12.3f} ms",
          f"{r['raw_tantivy_p99_ms']:>12.3f} ms",
-         f"{r['search_p99_ms'] / r['raw_tantivy_p99_ms']:.2f}x", "< 5 ms", _verdict(ok["search_p99"])),
+         f"{r['search_p99_ms'] / r['raw_tantivy_p99_ms']:.2f}x", "< 5 ms", verdict(ok["search_p99"])),
         ("search p50 vs SQLite FTS5", f"{r['search_p50_ms']:>12.3f} ms",
          f"{r['fts5_p50_ms']:>12.3f} ms", f"{1 / r['fts5_speedup_p50']:.3f}x",
-         ">= 10x faster than FTS5", _verdict(ok["search_vs_fts5"])),
+         ">= 10x faster than FTS5", verdict(ok["search_vs_fts5"])),
     ]
     head = ("measure", "memlog", "anchor", "ratio", "target", "result")
-    widths = (26, 17, 17, 7, 24, 6)
     lines = [
         f"memlog projections vs raw anchors, same corpus: {r['entries']:,} entries, "
         f"{r['events']:,} events, {r['shards']} shards, {r['queries']:,} queries "
@@ -458,10 +412,8 @@ def table(r: dict[str, Any]) -> str:
         f"{r['tantivy']}, SQLite {r['sqlite']}, {r['lmdb']}, Python {r['python']}, "
         f"{r['cpus']} CPUs",
         "",
-        "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(),
+        *align(head, rows),
     ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
     lines += _notes(r)
     return "\n".join(lines)
 
@@ -555,17 +507,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
     """Run the benchmark; the scratch directory is removed afterwards."""
-    args = parse_args(argv)
-    parent = args.dir
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="memlog-bench-proj-", dir=parent))
-    try:
-        result = run(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    emit(json.dumps(result, indent=2) if args.json else table(result))
-    return 0
+    return run_main(parse_args(argv), run, table, "memlog-bench-proj-", emit)
 
 
 if __name__ == "__main__":
