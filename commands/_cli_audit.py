@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import click
 import msgspec
 
 from ._cli_admin import audit
 from ._cli_read import KINDS, _entry_text, _hits_text, _session_text
-from .audit import filter_log
+from .audit import PointInTime, filter_log
 from .cli import Context, pass_context
 
 
@@ -19,8 +22,13 @@ def audit_at(click_ctx: click.Context, point: str) -> None:
     click_ctx.meta["memlog.point"] = point
 
 
-def _point(click_ctx: click.Context) -> str:
-    return str(click_ctx.meta["memlog.point"])
+@contextlib.contextmanager
+def _past(click_ctx: click.Context) -> Iterator[tuple[Context, PointInTime]]:
+    """The CLI context and the store read as of the point given to ``audit at``."""
+    ctx = click_ctx.find_object(Context)
+    assert ctx is not None
+    with ctx.memory() as mem:
+        yield ctx, mem.as_of(str(click_ctx.meta["memlog.point"]))
 
 
 @audit_at.command("entry")
@@ -28,9 +36,7 @@ def _point(click_ctx: click.Context) -> str:
 @click.pass_context
 def at_entry(click_ctx: click.Context, entry_id: str) -> None:
     """An entry as memlog knew it then (deleted content shows as deleted)."""
-    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
-    with ctx.memory() as mem:
-        past = mem.as_of(_point(click_ctx))
+    with _past(click_ctx) as (ctx, past):
         item = past.show(entry_id)
     ctx.emit({"as_of_seq": past.seq, **msgspec.to_builtins(item)},
              lambda: f"as of seq {past.seq}:\n" + _entry_text(item))
@@ -41,9 +47,7 @@ def at_entry(click_ctx: click.Context, entry_id: str) -> None:
 @click.pass_context
 def at_session(click_ctx: click.Context, session_id: str) -> None:
     """A session's manifest and statistics then."""
-    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
-    with ctx.memory() as mem:
-        past = mem.as_of(_point(click_ctx))
+    with _past(click_ctx) as (ctx, past):
         found = past.session(session_id)
     ctx.emit({"as_of_seq": past.seq, **msgspec.to_builtins(found)},
              lambda: f"as of seq {past.seq}:\n" + _session_text(found))
@@ -58,9 +62,7 @@ def at_session(click_ctx: click.Context, session_id: str) -> None:
 def at_search(click_ctx: click.Context, query: str, kinds: tuple[str, ...], session_id: str | None,
               limit: int) -> None:
     """Search as it would have answered then."""
-    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
-    with ctx.memory() as mem:
-        past = mem.as_of(_point(click_ctx))
+    with _past(click_ctx) as (ctx, past):
         hits = past.search(query, kinds=kinds, session_id=session_id, limit=limit)
     ctx.emit(msgspec.to_builtins(hits), lambda: f"as of seq {past.seq}:\n" + _hits_text(hits))
 
@@ -70,9 +72,7 @@ def at_search(click_ctx: click.Context, query: str, kinds: tuple[str, ...], sess
 @click.pass_context
 def at_memories(click_ctx: click.Context, user_id: str) -> None:
     """A user's memories then."""
-    ctx: Context = click_ctx.find_object(Context)  # type: ignore[assignment]
-    with ctx.memory() as mem:
-        past = mem.as_of(_point(click_ctx))
+    with _past(click_ctx) as (ctx, past):
         found = past.memories(user_id)
     ctx.emit(msgspec.to_builtins(found), lambda: f"as of seq {past.seq}:\n" + (
         "\n".join(f"{m.key}: {m.content}" for m in found) or "no memories"))

@@ -121,7 +121,7 @@ class PointInTime:
     def search(self, text: str = "", **filters: Any) -> list[SearchResult]:
         """Search as of the point: documents current then, decay computed at its time."""
         filters.pop("record_access", None)
-        query = self.mem._query(text, filters.pop("kinds", None), filters.pop("session_id", None),
+        query = self.mem.search_query(text, filters.pop("kinds", None), filters.pop("session_id", None),
                                 filters.pop("agent_ids", None), filters.pop("user_id", None),
                                 filters.pop("tags", None), filters.pop("since", None),
                                 filters.pop("until", None), filters.pop("limit", 10),

@@ -55,7 +55,19 @@ class Context:
 
 
 class MemlogGroup(click.Group):
-    """Maps every MemlogError to one ``Error:`` line and its exit code."""
+    """Maps every error to one ``Error:`` line and its exit code (DESIGN section 7)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run without click's standalone handling, so usage errors are one line too."""
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.ClickException as exc:  # usage errors, bad option values
+            click.echo(f"Error: {exc.format_message()} [E_USAGE]", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Error: aborted; nothing was written [E_ABORTED]", err=True)
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

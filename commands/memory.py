@@ -174,7 +174,7 @@ class MemoryLog(PrivacyAPI):
             return sid  # started in this batch, or already checked in it
         with self._reader() as views:
             view = views.session(sid)
-        if view is None or view.deleted is not None:
+        if view is None:
             raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
         if view.archived:
             raise SessionArchivedError(f"session {sid} is archived; restore it first")
@@ -220,7 +220,7 @@ class MemoryLog(PrivacyAPI):
         with self._reader() as views:
             return [session_result(v, views.session_stats(v.session_id)) for v in views.sessions()
                     if (user_id is None or v.user_id == user_id)
-                    and (archived is None or v.archived == archived) and v.deleted is None]
+                    and (archived is None or v.archived == archived)]
 
     def archive_session(self, session_id: str, reason: str | None = None) -> None:
         """Archive a session: it leaves default search and context."""
@@ -392,7 +392,7 @@ class MemoryLog(PrivacyAPI):
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
                include_archived: bool = False, record_access: bool | None = None) -> list[SearchResult]:
         """Search entries (seed 000's query API); records the access unless switched off."""
-        query = self._query(text, kinds, session_id, agent_ids, user_id, tags, since, until, limit,
+        query = self.search_query(text, kinds, session_id, agent_ids, user_id, tags, since, until, limit,
                             sort, min_relevance)
         with self._reader(search=True) as views:
             if not include_archived and session_id is None:
@@ -403,9 +403,11 @@ class MemoryLog(PrivacyAPI):
             self._append("access", lambda: [EntriesAccessed(entry_ids=ids, at=now_micros())])
         return results
 
-    def _query(self, text: object, kinds: Iterable[str] | None, session_id: object,
-               agent_ids: Iterable[str] | None, user_id: object, tags: Iterable[str] | None,
-               since: Any, until: Any, limit: object, sort: object, min_relevance: object) -> SearchQuery:
+    def search_query(self, text: object, kinds: Iterable[str] | None, session_id: object,
+                     agent_ids: Iterable[str] | None, user_id: object, tags: Iterable[str] | None,
+                     since: Any, until: Any, limit: object, sort: object,
+                     min_relevance: object) -> SearchQuery:
+        """Validate search arguments into a :class:`SearchQuery` (nothing is read or written)."""
         if not isinstance(text, str) or len(text) > 1000:
             raise InvalidInputError("query text must be a string of at most 1000 characters")
         kinds_t = tuple(check_choice(k, "type", DEFAULT_RATES) for k in (kinds or ()))
@@ -476,9 +478,8 @@ class MemoryLog(PrivacyAPI):
             counters = views.counters()
             checkpoint = views.checkpoint()
         assert self.proj.search_index is not None
-        sizes = {name: _dir_size(self.data_dir / name) for name in ("log",)}
-        sizes["views"] = _dir_size(self.proj.root / "views")
-        sizes["search"] = _dir_size(self.proj.root / "search")
+        sizes = {"log": _dir_size(self.data_dir / "log"), "views": _dir_size(self.proj.root / "views"),
+                 "search": _dir_size(self.proj.root / "search")}
         return {
             "events": head.seq, "head_seq": head.seq, "head_hash": head.hash,
             "entries": counters.get("entries", 0),

@@ -128,7 +128,7 @@ def _select_id(views: ViewReader, sel: Selection, item: str) -> None:
         sel.add_entry(view)
         return
     memory = views.memory_by_id(item)
-    if memory is None or memory.state == "deleted":
+    if memory is None:
         raise NotFoundError(f"nothing to delete with id {item}", code="E_ENTRY_NOT_FOUND")
     _select_memory(views, sel, memory.user_id, memory.key)
 

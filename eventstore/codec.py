@@ -66,7 +66,7 @@ def decode_payload(data: bytes | memoryview, header: Header) -> Event:
             event = _upcast(data, header)
     except msgspec.DecodeError as exc:
         raise CorruptionError(
-            f"payload of seq {header.seq} does not decode: {_describe(exc)}", seq=header.seq
+            f"payload of seq {header.seq} does not decode: {exc}", seq=header.seq
         ) from None
     if event.__struct_config__.tag != header.type:
         raise CorruptionError(
@@ -94,7 +94,7 @@ def validate_payload(event: object, max_bytes: int) -> bytes:
     try:
         _event_decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise InvalidEventError(f"invalid {tag} event: {_describe(exc)}") from None
+        raise InvalidEventError(f"invalid {tag} event: {exc}") from None
     bad = _bad_id(event, "$")
     if bad is not None:
         raise InvalidEventError(
@@ -164,11 +164,6 @@ def _upcast(data: bytes | memoryview, header: Header) -> Event:
 def _too_large(event: object, size: int, limit: int) -> SizeLimitError:
     tag = event.__struct_config__.tag  # type: ignore[attr-defined]
     return SizeLimitError(f"{tag} payload is {size} bytes; the limit is {limit} bytes")
-
-
-def _describe(exc: msgspec.DecodeError) -> str:
-    # msgspec messages name the field path and the expected type, not the value.
-    return str(exc)
 
 
 _EVENT_CLASSES = frozenset(EVENT_TYPES.values())

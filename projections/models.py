@@ -80,7 +80,6 @@ class SessionView(msgspec.Struct, frozen=True, gc=False):
     started_at: int
     started_seq: int
     changed_seq: int
-    deleted: TombstoneInfo | None = None
 
 
 class SessionStats(msgspec.Struct, frozen=True, gc=False):
@@ -99,11 +98,10 @@ class MemoryView(msgspec.Struct, frozen=True, gc=False):
     key: str
     memory_id: str
     content: str | None
-    state: Literal["live", "forgotten", "deleted"]
+    state: Literal["live", "forgotten"]
     saved_seq: int
     saved_at: int
     changed_seq: int
-    deleted: TombstoneInfo | None = None
 
 
 class AccessView(msgspec.Struct, frozen=True, gc=False):

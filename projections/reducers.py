@@ -50,7 +50,6 @@ __all__ = [
     "entry_deleted",
     "entry_recorded",
     "entry_redacted",
-    "memory_deleted",
     "memory_forgotten",
     "memory_saved",
     "session_started",
@@ -77,8 +76,8 @@ def entry_changed(prev: EntryView, rec: RecordedEvent, changes: EntryChanges) ->
     if entry is None:
         return prev
     details = entry.details
-    if changes.done is not None and isinstance(details, TaskDetails | type(None)):
-        details = TaskDetails(done=changes.done) if entry.kind == "task" else details
+    if changes.done is not None and entry.kind == "task":
+        details = TaskDetails(done=changes.done)
     if changes.status is not None and isinstance(details, FindingDetails):
         details = replace(details, status=changes.status)
     entry = replace(
@@ -148,11 +147,6 @@ def memory_saved(rec: RecordedEvent, event: MemorySaved) -> MemoryView:
 def memory_forgotten(prev: MemoryView, rec: RecordedEvent) -> MemoryView:
     """Forgotten by key: the content goes."""
     return replace(prev, content=None, state="forgotten", changed_seq=rec.seq)
-
-
-def memory_deleted(prev: MemoryView, tomb: TombstoneInfo) -> MemoryView:
-    """Deleted by a request: the content goes, the tombstone stays."""
-    return replace(prev, content=None, state="deleted", deleted=tomb, changed_seq=tomb.seq)
 
 
 def accessed(prev: AccessView | None, at: int) -> AccessView:
