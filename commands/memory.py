@@ -97,6 +97,11 @@ class MemoryLog(PrivacyAPI):
         self._batch: list[AppendRequest] | None = None
         self._batch_versions: dict[str, int] = {}
         self._pending_sessions: set[str] = set()
+        # session id -> (session stream version, system stream version) at which
+        # the views showed it live. Any event on either stream since (an archive,
+        # a deletion, from any process) changes a version and forces a views check.
+        self._live_at: dict[str, tuple[int, int]] = {}
+        self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None,
@@ -119,8 +124,13 @@ class MemoryLog(PrivacyAPI):
 
     # -- writing ------------------------------------------------------------
 
-    def _append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None) -> int:
-        """Decide, then append with the stream's expected version; retry on a race."""
+    def _append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
+                keeps_live: bool = False) -> int:
+        """Decide, then append with the stream's expected version; retry on a race.
+
+        ``keeps_live`` marks events that cannot end a session (entries), so a
+        cached liveness check of the stream's session stays valid after them.
+        """
         who = actor or self.actor
         if self._batch is not None:
             events = decide()
@@ -135,6 +145,10 @@ class MemoryLog(PrivacyAPI):
             else:
                 self._batch.append(AppendRequest(stream, list(events), who, version))
             self._batch_versions[stream] = version + len(events)
+            if not keeps_live:
+                self._batch_live[stream] = -1
+            elif stream not in self._batch_live:
+                self._batch_live[stream] = version
             return 0
         for attempt in range(_RETRIES):
             version = self.log.stream_version(stream)
@@ -146,6 +160,8 @@ class MemoryLog(PrivacyAPI):
                     raise
                 continue
             self.last_seq = result.last_seq
+            if keeps_live:
+                self._still_live(stream, version, result.version)
             _log.debug("appended", stream=stream, seq=result.last_seq, events=len(events))
             return result.last_seq
         raise AssertionError("unreachable")
@@ -156,13 +172,18 @@ class MemoryLog(PrivacyAPI):
         if self._batch is not None:
             raise InvalidInputError("batches do not nest")
         self._batch, self._batch_versions, self._pending_sessions = [], {}, set()
+        self._batch_live = {}
         try:
             yield self
             if self._batch:
                 results = self.log.append_many(self._batch)
                 self.last_seq = results[-1].last_seq
+                for stream, before in self._batch_live.items():
+                    if before >= 0:
+                        self._still_live(stream, before, self._batch_versions[stream])
         finally:
             self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
+            self._batch_live = {}
 
     def _reader(self, as_of: int | None = None,
                 search: bool = False) -> contextlib.AbstractContextManager[ViewReader]:
@@ -172,15 +193,26 @@ class MemoryLog(PrivacyAPI):
         sid = check_id(session_id, "session id")
         if sid in self._pending_sessions:
             return sid  # started in this batch, or already checked in it
-        with self._reader() as views:
-            view = views.session(sid)
-        if view is None:
-            raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
-        if view.archived:
-            raise SessionArchivedError(f"session {sid} is archived; restore it first")
+        stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
+        if self._live_at.get(sid) != stamp:
+            # The views are caught up to at least ``stamp`` when read.
+            with self._reader() as views:
+                view = views.session(sid)
+            if view is None:
+                raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
+            if view.archived:
+                raise SessionArchivedError(f"session {sid} is archived; restore it first")
+            self._live_at[sid] = stamp
         if self._batch is not None:
             self._pending_sessions.add(sid)
         return sid
+
+    def _still_live(self, stream: str, before: int, after: int) -> None:
+        """After an entry append at ``before`` -> ``after``, keep a live session cached."""
+        sid = stream[8:] if stream.startswith("session:") else None
+        stamp = self._live_at.get(sid) if sid else None
+        if sid and stamp is not None and stamp[0] == before:
+            self._live_at[sid] = (after, stamp[1])
 
     # -- sessions -----------------------------------------------------------
 
@@ -242,7 +274,7 @@ class MemoryLog(PrivacyAPI):
 
     def _record(self, entry: EntryRecorded, stream: str | None = None) -> str:
         target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
-        self._append(target, lambda: [entry])
+        self._append(target, lambda: [entry], keeps_live=True)
         _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
         return entry.entry_id
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog, load_settings
-from eventstore import ConcurrencyError, InvalidInputError, NotFoundError, now_micros
+from eventstore import ConcurrencyError, InvalidInputError, NotFoundError, SessionArchivedError, now_micros
 
 
 def test_batch_writes_in_one_transaction(tmp_path: Path) -> None:
@@ -106,3 +106,20 @@ def test_unknown_ids_raise_not_found(tmp_path: Path) -> None:
             mem.show("dec-x")
         with pytest.raises(NotFoundError):
             mem.forget("alice", "nothing")
+
+
+def test_session_checks_see_other_writers(tmp_path: Path) -> None:
+    """The cached liveness of a session is dropped when anyone archives it."""
+    with MemoryLog.open(tmp_path / "s") as mem, MemoryLog.open(tmp_path / "s") as other:
+        sid = mem.start_session()
+        mem.add_message(sid, role="user", content="first")
+        with mem.batch():
+            mem.add_message(sid, role="user", content="second")
+        other.archive_session(sid)
+        with pytest.raises(SessionArchivedError):
+            mem.add_message(sid, role="user", content="third")
+        with pytest.raises(SessionArchivedError), mem.batch():
+            mem.add_message(sid, role="user", content="third")
+        other.restore_session(sid)
+        mem.add_message(sid, role="user", content="fourth")
+        assert mem.session(sid).statistics["total_messages"] == 3

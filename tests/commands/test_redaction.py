@@ -5,6 +5,9 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from commands import MemoryLog, Redactor
 
 from ..conftest import scan_dir
@@ -46,3 +49,20 @@ def test_redactor_counts_per_kind() -> None:
     out = redactor.redact("a@b.io and c@d.io, password=abc TICKET-42", counts)
     assert counts == {"email": 2, "password": 1, "ticket": 1}
     assert "a@b.io" not in out and "abc" not in out and "TICKET-42" not in out
+
+
+_SECRETS = st.sampled_from([
+    "sk-" + "a1B2" * 5, "ghp_" + "Z9" * 10, "AKIA" + "ABCD1234" * 2, "x" * 32 + "7", "Password: hunter2",
+    "pwd=s3cr3t", "jane@example.com", "é" * 3, "tok" + "-_" * 9, "\ud800",
+])
+
+
+@given(st.lists(st.one_of(st.text(max_size=40), _SECRETS), max_size=8).map(" ".join))
+def test_prefilters_never_change_the_result(text: str) -> None:
+    """The substring pre-checks only skip regex scans that could not match."""
+    redactor = Redactor(["email", "api_key", "password"])
+    counts: dict[str, int] = {}
+    expected = text
+    for _, pattern in redactor._patterns:
+        expected = pattern.sub("[REDACTED]", expected)
+    assert redactor.redact(text, counts) == expected
