@@ -17,15 +17,18 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import tantivy
 
 from eventstore import EntryRecorded, InvalidQueryError, MaintenanceLock, StorageError
 
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
+
+T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
 _HEAP = 64 << 20
@@ -201,11 +204,15 @@ class SearchIndex:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.lock = MaintenanceLock(path / "maint.lock")
         self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
+        self._pool: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
         """Drop uncommitted work and release the lock file."""
         self.rollback()
         self.lock.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
 
     def refresh(self) -> None:
         """Reopen shards whose link moved."""
@@ -247,6 +254,16 @@ class SearchIndex:
     def searchers(self) -> list[tuple[int, Any]]:
         """A searcher per shard."""
         return [(i, shard.index.searcher()) for i, shard in enumerate(self.shards)]
+
+    def map_searchers(self, fn: Callable[[Any], T], searchers: list[tuple[int, Any]]) -> list[T]:
+        """``fn`` of each searcher, in shard order; shards run in parallel threads
+        (Tantivy releases the GIL while it searches)."""
+        workers = min(len(searchers), os.cpu_count() or 1)
+        if workers < 2:
+            return [fn(s) for _, s in searchers]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="memlog-search")
+        return list(self._pool.map(fn, (s for _, s in searchers)))
 
     def doc_freq(self, term: str) -> int:
         """How many documents (deleted ones included until merged) hold ``term``."""
