@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -101,16 +101,25 @@ class ViewReader:
             if view is not None and view.state in ("live", "redacted"):
                 yield view
 
-    def latest_entries(self) -> Iterator[EntryView]:
-        """The newest version of every entry (any state but deleted), in id order."""
+    def latest_entries(self, keep: Callable[[bytes], bool] | None = None) -> Iterator[EntryView]:
+        """The newest version of every entry (any state but deleted), in id order.
+
+        ``keep`` picks entries by their id's bytes before anything is decoded.
+        """
         cursor = self.txn.cursor(db=self.dbs[b"entries"])
         pending: Any = None
         entity = b""
-        for key, value in cursor.iternext():
+        wanted = True
+        for key in cursor.iternext(keys=True, values=False):
             name = bytes(key[:-9])
-            if pending is not None and name != entity:
-                yield _entry(pending)
-            entity, pending = name, bytes(value)
+            if name != entity:
+                if pending is not None:
+                    yield _entry(pending)
+                    pending = None
+                entity = name
+                wanted = keep is None or keep(name)
+            if wanted:
+                pending = bytes(cursor.value())
         if pending is not None:
             yield _entry(pending)
 

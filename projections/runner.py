@@ -182,8 +182,11 @@ class Projections:
 
     def purge(self, entry_ids: Iterable[str], timeout: float = 30.0) -> PurgeSplit:
         """Rewrite the views and the search shards holding ``entry_ids`` without
-        stale bytes; retire leftover projection directories."""
-        self.catch_up(search=True)
+        stale bytes; retire leftover projection directories.
+
+        The caller catches up first (:meth:`catch_up` with ``search=True``);
+        this method does not touch the log, so the log's purge can run beside it.
+        """
         assert self.views is not None and self.search_index is not None
         started = time.perf_counter()
         report = purge_env(self.views.shared, timeout)
@@ -260,8 +263,8 @@ class PurgeSplit(NamedTuple):
 
 def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
     """The documents shard ``shard`` must hold, rebuilt from the views."""
-    for view in views.latest_entries():
-        if view.entry is None or index.shard_of(view.entry_id) != shard:
+    for view in views.latest_entries(lambda entry_id: index.shard_of_bytes(entry_id) == shard):
+        if view.entry is None:
             continue
         ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
         yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)

@@ -223,6 +223,10 @@ class SearchIndex:
         """The shard an entry id lives in (stable across processes)."""
         return zlib.crc32(entry_id.encode()) % len(self.shards)
 
+    def shard_of_bytes(self, entry_id: bytes) -> int:
+        """:meth:`shard_of` for an id already in bytes."""
+        return zlib.crc32(entry_id) % len(self.shards)
+
     def checkpoint(self) -> int:
         """The lowest checkpoint of any shard: everything up to it is indexed."""
         return min(shard.checkpoint() for shard in self.shards)
