@@ -8,6 +8,7 @@ The version written at seq ``s`` is current until the next version's seq, so
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "SEP",
     "all_versions",
     "has_versions",
+    "hash_key",
     "latest_version",
     "prefix_items",
     "session_key",
@@ -30,6 +32,13 @@ SEP = b"\x00"
 MAX_SEQ = (1 << 64) - 1
 _U64 = struct.Struct(">Q")
 u64 = _U64.pack
+
+
+def hash_key(entry_id: str) -> bytes:
+    """``crc32(id)`` (4 bytes, big-endian) | id: entries in hash order, so a
+    search shard (a crc32 range) reads only its own entries."""
+    raw = entry_id.encode()
+    return zlib.crc32(raw).to_bytes(4, "big") + raw
 
 
 def unpack_u64(raw: bytes | memoryview) -> int:

@@ -36,6 +36,7 @@ from ._keys import (
     SEP,
     all_versions,
     has_versions,
+    hash_key,
     latest_version,
     prefix_items,
     session_key,
@@ -254,6 +255,7 @@ class ViewWriter:
         sid = event.session_id or ""
         eid = event.entry_id
         self.txn.put(u64(seq), eid.encode(), db=self.dbs[b"by_seq"])
+        self.txn.put(hash_key(eid), b"", db=self.dbs[b"by_hash"])
         self.txn.put(session_key(sid, event.occurred_at, eid), event.kind.encode(),
                      db=self.dbs[b"by_session"])
         self.txn.put(when_key(event.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
@@ -265,6 +267,7 @@ class ViewWriter:
         self.txn.delete(session_key(sid, view.occurred_at, view.entry_id), db=self.dbs[b"by_session"])
         self.txn.delete(when_key(view.occurred_at, view.entry_id), db=self.dbs[b"by_time"])
         self.txn.delete(u64(view.recorded_seq), db=self.dbs[b"by_seq"])
+        self.txn.delete(hash_key(view.entry_id), db=self.dbs[b"by_hash"])
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -101,27 +101,33 @@ class ViewReader:
             if view is not None and view.state in ("live", "redacted"):
                 yield view
 
-    def latest_entries(self, keep: Callable[[bytes], bool] | None = None) -> Iterator[EntryView]:
-        """The newest version of every entry (any state but deleted), in id order.
-
-        ``keep`` picks entries by their id's bytes before anything is decoded.
-        """
+    def latest_entries(self) -> Iterator[EntryView]:
+        """The newest version of every entry (any state but deleted), in id order."""
         cursor = self.txn.cursor(db=self.dbs[b"entries"])
         pending: Any = None
         entity = b""
-        wanted = True
-        for key in cursor.iternext(keys=True, values=False):
+        for key, value in cursor.iternext():
             name = bytes(key[:-9])
-            if name != entity:
-                if pending is not None:
-                    yield _entry(pending)
-                    pending = None
-                entity = name
-                wanted = keep is None or keep(name)
-            if wanted:
-                pending = bytes(cursor.value())
+            if pending is not None and name != entity:
+                yield _entry(pending)
+            entity, pending = name, bytes(value)
         if pending is not None:
             yield _entry(pending)
+
+    def latest_entries_by_hash(self, low: int, high: int) -> Iterator[EntryView]:
+        """Like :meth:`latest_entries` for the entries whose ``crc32(id)`` lies
+        in ``[low, high)``, in hash order; reads nothing else."""
+        cursor = self.txn.cursor(db=self.dbs[b"by_hash"])
+        if not cursor.set_range(low.to_bytes(4, "big")):
+            return
+        end = high.to_bytes(4, "big") if high < 1 << 32 else None
+        entries = self.dbs[b"entries"]
+        for key in cursor.iternext(keys=True, values=False):
+            if end is not None and bytes(key[:4]) >= end:
+                return
+            raw = latest_version(self.txn, entries, bytes(key[4:]).decode(), None)
+            if raw is not None:
+                yield _entry(raw)
 
     def entries_by_time(self, newest_first: bool = False) -> Iterator[EntryView]:
         """Every live entry by ``occurred_at``."""

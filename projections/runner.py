@@ -38,6 +38,9 @@ _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
 
 Progress = Callable[[int], None]
+# The projections' on-disk layout; a directory marked otherwise is rebuilt on open.
+# 2: the views' by_hash index, and search shards by crc32 range.
+LAYOUT = "2"
 
 
 class Projections:
@@ -68,11 +71,17 @@ class Projections:
     def _open(self) -> None:
         self._target = os.readlink(self._link)
         root = self.data_dir / self._target
+        outdated = (root / "views").exists() and _layout(root) != LAYOUT
+        if not (root / "views").exists():
+            _mark_layout(root)
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
         self.views = ViewStore(root / "views", sync=False)
         self._indexed_head = -1
         self.search_index = SearchIndex(root / "search", self.shards)
+        if outdated:
+            # Built by an older memlog (other keys or shard assignment): rebuild.
+            self.replay()
 
     def _check_current(self) -> None:
         if os.readlink(self._link) != self._target:
@@ -221,6 +230,7 @@ class Projections:
         fresh._target = target
         fresh._indexed_head = -1
         (self.data_dir / target).mkdir(mode=0o700)
+        _mark_layout(self.data_dir / target)
         fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
         fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
         try:
@@ -263,11 +273,23 @@ class PurgeSplit(NamedTuple):
 
 def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
     """The documents shard ``shard`` must hold, rebuilt from the views."""
-    for view in views.latest_entries(lambda entry_id: index.shard_of_bytes(entry_id) == shard):
+    for view in views.latest_entries_by_hash(*index.hash_range(shard)):
         if view.entry is None:
             continue
         ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
         yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
+
+
+def _layout(root: Path) -> str:
+    try:
+        return (root / "layout").read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _mark_layout(root: Path) -> None:
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (root / "layout").write_text(LAYOUT + "\n")
 
 
 @contextlib.contextmanager

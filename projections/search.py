@@ -220,12 +220,13 @@ class SearchIndex:
             shard.refresh()
 
     def shard_of(self, entry_id: str) -> int:
-        """The shard an entry id lives in (stable across processes)."""
-        return zlib.crc32(entry_id.encode()) % len(self.shards)
+        """The shard an entry id lives in: its ``crc32`` range (stable across processes)."""
+        return (zlib.crc32(entry_id.encode()) * len(self.shards)) >> 32
 
-    def shard_of_bytes(self, entry_id: bytes) -> int:
-        """:meth:`shard_of` for an id already in bytes."""
-        return zlib.crc32(entry_id) % len(self.shards)
+    def hash_range(self, shard: int) -> tuple[int, int]:
+        """The ``crc32`` values ``[low, high)`` of the ids in ``shard``."""
+        count = len(self.shards)
+        return -(-(shard << 32) // count), -(-((shard + 1) << 32) // count)
 
     def checkpoint(self) -> int:
         """The lowest checkpoint of any shard: everything up to it is indexed."""

@@ -8,6 +8,7 @@ Databases (see :mod:`projections._keys` for the temporal key layout):
 - ``by_time``: occurred_at | entry id -> session id (retention, criteria);
 - ``derived``: parent id | child id (deletion follows ``derived_from``);
 - ``by_seq``: recorded seq -> entry id (search hits name entries by seq);
+- ``by_hash``: crc32(entry id) | entry id (a search shard's rebuild reads its range);
 - ``archived``: ids of the sessions archived now (left out of default search);
 - ``memory_ids``: memory id -> user | key;
 - ``deleted``: entry id -> the deleted entry's tombstone view (its versions are gone);
@@ -35,7 +36,7 @@ __all__ = ["VIEW_DBS", "ViewStore"]
 VIEW_DBS = (
     b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
     b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
-    b"deleted", b"by_seq", b"archived",
+    b"deleted", b"by_seq", b"archived", b"by_hash",
 )
 
 

@@ -1,0 +1,48 @@
+"""Search shards: crc32-range assignment, shard rebuilds, and outdated layouts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from commands import MemoryLog
+
+
+def _store(path: Path, shards: int, count: int) -> tuple[MemoryLog, list[str]]:
+    mem = MemoryLog.open(path, search_shards=shards)
+    sid = mem.start_session()
+    ids = [mem.add_message(sid, role="user", content=f"note tok{i}x about topic{i % 7}")
+           for i in range(count)]
+    return mem, ids
+
+
+def test_a_purge_rebuilds_one_shard_with_all_its_other_entries(tmp_path: Path) -> None:
+    """After a deletion rebuilds the victim's shard, every other entry is still found."""
+    mem, ids = _store(tmp_path / "s", shards=3, count=60)
+    with mem:
+        index = mem.proj.search_index
+        assert index is not None
+        assert {index.shard_of(eid) for eid in ids} == {0, 1, 2}
+        victim = ids[17]
+        report = mem.delete(ids=[victim], reason="test", requested_by="t")
+        assert report.verified
+        for i, eid in enumerate(ids):
+            hits = [h.id for h in mem.search(f"tok{i}x", record_access=False)]
+            if eid == victim:
+                assert victim not in hits  # (its word now matches others fuzzily)
+            else:
+                assert hits == [eid]
+
+
+def test_projections_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> None:
+    """A projection directory without the current layout mark is replayed, not trusted."""
+    mem, ids = _store(tmp_path / "s", shards=2, count=20)
+    with mem:
+        old = os.readlink(tmp_path / "s" / "proj")
+    (tmp_path / "s" / old / "layout").unlink()
+    with MemoryLog.open(tmp_path / "s", search_shards=2) as mem:
+        new = os.readlink(tmp_path / "s" / "proj")
+        assert new != old
+        assert (tmp_path / "s" / new / "layout").read_text().strip() == "2"
+        assert [h.id for h in mem.search("tok5x", record_access=False)] == [ids[5]]
+        assert not (tmp_path / "s" / old).exists()
