@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["scan_needles", "scan_tree"]
 
 _PER_PATTERN = 400
-_FIND_MAX = 8  # up to this many needles, search for each; beyond, one regex of all
+_FIND_MAX = 2  # up to this many needles, search for each; beyond, one regex of all
 _MAP_FROM = 1 << 20
 
 

@@ -46,7 +46,7 @@ LAYOUT = "2"
 class Projections:
     """Views and search for one data directory, kept caught up with the log."""
 
-    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 4, sync: bool = True) -> None:
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 8, sync: bool = True) -> None:
         self.data_dir = data_dir
         self.log = log
         self.shards = shards
@@ -71,17 +71,22 @@ class Projections:
     def _open(self) -> None:
         self._target = os.readlink(self._link)
         root = self.data_dir / self._target
-        outdated = (root / "views").exists() and _layout(root) != LAYOUT
+        outdated = (root / "views").exists() and _layout(root) != self._layout_mark
         if not (root / "views").exists():
-            _mark_layout(root)
+            _mark_layout(root, self._layout_mark)
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
         self.views = ViewStore(root / "views", sync=False)
         self._indexed_head = -1
         self.search_index = SearchIndex(root / "search", self.shards)
         if outdated:
-            # Built by an older memlog (other keys or shard assignment): rebuild.
+            # Built by an older memlog (other keys or shard assignment) or with
+            # another shard count: rebuild.
             self.replay()
+
+    @property
+    def _layout_mark(self) -> str:
+        return f"{LAYOUT} shards={self.shards}"
 
     def _check_current(self) -> None:
         if os.readlink(self._link) != self._target:
@@ -230,7 +235,7 @@ class Projections:
         fresh._target = target
         fresh._indexed_head = -1
         (self.data_dir / target).mkdir(mode=0o700)
-        _mark_layout(self.data_dir / target)
+        _mark_layout(self.data_dir / target, self._layout_mark)
         fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
         fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
         try:
@@ -287,9 +292,9 @@ def _layout(root: Path) -> str:
         return ""
 
 
-def _mark_layout(root: Path) -> None:
+def _mark_layout(root: Path, mark: str) -> None:
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (root / "layout").write_text(LAYOUT + "\n")
+    (root / "layout").write_text(mark + "\n")
 
 
 @contextlib.contextmanager

@@ -198,7 +198,7 @@ class SearchIndex:
     exclusive while it swaps and wipes, so nobody reads a file being wiped.
     """
 
-    def __init__(self, path: Path, shards: int = 4) -> None:
+    def __init__(self, path: Path, shards: int = 8) -> None:
         self.path = path
         self.schema = build_schema()
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
