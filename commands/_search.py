@@ -4,13 +4,23 @@ relevance with decay, snippets from the views' text."""
 from __future__ import annotations
 
 from eventstore import format_micros
-from projections import EntryView, Projections, SearchQuery, ViewReader, run_search, score, tokens
+from projections import (
+    AccessView,
+    EntryView,
+    Projections,
+    SearchQuery,
+    ViewReader,
+    run_search,
+    score,
+    tokens,
+)
 
 from .results import SearchResult
 
 __all__ = ["find", "make_snippet"]
 
 _SNIPPET = 160
+_NO_ACCESS = AccessView()
 
 
 def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | None,
@@ -27,14 +37,16 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
     words = tokens(query.text)
     top = max(h.text_score for h in hits) if words else 0.0
     params = views.decay_params()
+    accessed = views.any_access()
     scored: list[tuple[float, float, int, EntryView]] = []
     for hit in hits:
         entry_id = views.entry_id_at(hit.rseq)
         view = None if entry_id is None else views.entry(entry_id)
         if view is None or view.entry is None or view.state not in ("live", "redacted"):
             continue
-        relevance, factor = _score(views, view, hit.text_score if words else 1.0, top if words else 1.0,
-                                   now, params)
+        access = views.access(view.entry_id) if accessed else _NO_ACCESS
+        relevance, factor = _score(view, access, hit.text_score if words else 1.0,
+                                   top if words else 1.0, now, params)
         if relevance >= query.min_relevance:
             scored.append((relevance, factor, hit.rseq, view))
     if query.sort == "relevance":
@@ -44,11 +56,10 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
     return [_result(view, relevance, factor, words) for relevance, factor, _, view in scored[: query.limit]]
 
 
-def _score(views: ViewReader, view: EntryView, text: float, top: float, now: int,
+def _score(view: EntryView, access: AccessView, text: float, top: float, now: int,
            params: object) -> tuple[float, float]:
     entry = view.entry
     assert entry is not None
-    access = views.access(view.entry_id)
     level = getattr(entry.details, "impact", None) or getattr(entry.details, "severity", None)
     return score(text, top, entry.kind, entry.occurred_at, now, access.count, access.last_at,
                  entry.importance, params, level)

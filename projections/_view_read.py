@@ -177,6 +177,10 @@ class ViewReader:
         raw = latest_version(self.txn, self.dbs[b"access"], entry_id, self.as_of)
         return AccessView() if raw is None else _access(raw)
 
+    def any_access(self) -> bool:
+        """False when no access was ever recorded (every :meth:`access` is empty)."""
+        return bool(self.txn.stat(self.dbs[b"access"])["entries"])
+
     def decay_params(self) -> DecayParams:
         """Decay parameters in force at ``as_of``."""
         raw = latest_version(self.txn, self.dbs[b"params"], "decay", self.as_of)

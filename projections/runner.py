@@ -78,6 +78,7 @@ class Projections:
         # a power loss can only roll them (and their checkpoint) back.
         self.views = ViewStore(root / "views", sync=False)
         self._indexed_head = -1
+        self._views_at = -1
         self.search_index = SearchIndex(root / "search", self.shards)
         if outdated:
             # Built by an older memlog (other keys or shard assignment) or with
@@ -123,12 +124,15 @@ class Projections:
 
     def _catch_up_views(self, head: int, progress: Progress | None) -> int:
         assert self.views is not None
+        if head <= self._views_at:
+            return self._views_at  # this process saw the views there; they only move on
         done = self.views.checkpoint()
         while done < head:
             upto = min(head, done + _VIEW_CHUNK)
             done = self.views.apply(functools.partial(_after, self.log, upto), upto)
             if progress:
                 progress(done)
+        self._views_at = done
         return done
 
     def _catch_up_search(self, head: int, progress: Progress | None) -> None:
@@ -234,6 +238,7 @@ class Projections:
         fresh.__dict__.update(self.__dict__)
         fresh._target = target
         fresh._indexed_head = -1
+        fresh._views_at = -1
         (self.data_dir / target).mkdir(mode=0o700)
         _mark_layout(self.data_dir / target, self._layout_mark)
         fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
