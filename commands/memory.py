@@ -8,43 +8,39 @@ up to the log head.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import msgspec
 
 from eventstore import (
-    AppendRequest,
-    ConcurrencyError,
     DecayApplied,
     EntriesAccessed,
     EntryChanges,
     EntryRecorded,
     EntryUpdated,
-    Event,
     EventLog,
     InvalidInputError,
     LogSettings,
     MemorySaved,
     NotFoundError,
     SessionArchived,
-    SessionArchivedError,
     SessionRestored,
     SessionStarted,
     VerifyResult,
     now_micros,
 )
-from projections import DEFAULT_RATES, Projections, SearchQuery, ViewReader
+from projections import DEFAULT_RATES, Projections, SearchQuery
 
 from . import _log
 from ._entries import ROLES, STATUSES, EntryFactory, new_id
 from ._privacy_api import PrivacyAPI
 from ._search import find
+from ._writer import Writer
 from .audit import HistoryItem, PointInTime, history, resolve_point
 from .redaction import Redactor
 from .results import (
@@ -70,11 +66,10 @@ from .validate import (
 
 __all__ = ["MemoryLog"]
 
-_RETRIES = 5
 SORTS = ("relevance", "newest", "oldest")
 
 
-class MemoryLog(PrivacyAPI):
+class MemoryLog(Writer, PrivacyAPI):
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings) -> None:
@@ -93,15 +88,7 @@ class MemoryLog(PrivacyAPI):
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
         self.entries = EntryFactory(settings.max_content_bytes, redactor)
         self.actor = settings.default_actor
-        self.last_seq = 0
-        self._batch: list[AppendRequest] | None = None
-        self._batch_versions: dict[str, int] = {}
-        self._pending_sessions: set[str] = set()
-        # session id -> (session stream version, system stream version) at which
-        # the views showed it live. Any event on either stream since (an archive,
-        # a deletion, from any process) changes a version and forces a views check.
-        self._live_at: dict[str, tuple[int, int]] = {}
-        self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
+        self._init_writes()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None,
@@ -121,98 +108,6 @@ class MemoryLog(PrivacyAPI):
         """Close projections and log."""
         self.proj.close()
         self.log.close()
-
-    # -- writing ------------------------------------------------------------
-
-    def _append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
-                keeps_live: bool = False) -> int:
-        """Decide, then append with the stream's expected version; retry on a race.
-
-        ``keeps_live`` marks events that cannot end a session (entries), so a
-        cached liveness check of the stream's session stays valid after them.
-        """
-        who = actor or self.actor
-        if self._batch is not None:
-            events = decide()
-            version = self._batch_versions.get(stream)
-            if version is None:
-                version = self.log.stream_version(stream)
-            last = self._batch[-1] if self._batch else None
-            if last is not None and last.stream == stream and last.actor == who:
-                # Consecutive writes to one stream become one request: same
-                # transaction, far less per-request work.
-                cast(list[Event], last.events).extend(events)
-            else:
-                self._batch.append(AppendRequest(stream, list(events), who, version))
-            self._batch_versions[stream] = version + len(events)
-            if not keeps_live:
-                self._batch_live[stream] = -1
-            elif stream not in self._batch_live:
-                self._batch_live[stream] = version
-            return 0
-        for attempt in range(_RETRIES):
-            version = self.log.stream_version(stream)
-            events = decide()
-            try:
-                result = self.log.append(stream, events, actor=who, expected_version=version)
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
-                continue
-            self.last_seq = result.last_seq
-            if keeps_live:
-                self._still_live(stream, version, result.version)
-            _log.debug("appended", stream=stream, seq=result.last_seq, events=len(events))
-            return result.last_seq
-        raise AssertionError("unreachable")
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[Self]:
-        """Many writes in one transaction (for importers): all land or none."""
-        if self._batch is not None:
-            raise InvalidInputError("batches do not nest")
-        self._batch, self._batch_versions, self._pending_sessions = [], {}, set()
-        self._batch_live = {}
-        try:
-            yield self
-            if self._batch:
-                results = self.log.append_many(self._batch)
-                self.last_seq = results[-1].last_seq
-                for stream, before in self._batch_live.items():
-                    if before >= 0:
-                        self._still_live(stream, before, self._batch_versions[stream])
-        finally:
-            self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
-            self._batch_live = {}
-
-    def _reader(self, as_of: int | None = None,
-                search: bool = False) -> contextlib.AbstractContextManager[ViewReader]:
-        return self.proj.read(as_of, search=search)
-
-    def _live_session(self, session_id: object) -> str:
-        sid = check_id(session_id, "session id")
-        if sid in self._pending_sessions:
-            return sid  # started in this batch, or already checked in it
-        stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
-        if self._live_at.get(sid) != stamp:
-            # The views are caught up to at least ``stamp`` when read.
-            with self._reader() as views:
-                view = views.session(sid)
-            if view is None:
-                raise NotFoundError(f"session {sid} not found", code="E_SESSION_NOT_FOUND")
-            if view.archived:
-                raise SessionArchivedError(f"session {sid} is archived; restore it first")
-            self._live_at[sid] = stamp
-        if self._batch is not None:
-            self._pending_sessions.add(sid)
-        return sid
-
-    def _still_live(self, stream: str, before: int, after: int) -> None:
-        """After an entry append at ``before`` -> ``after``, keep a live session cached."""
-        sid = stream[8:] if stream.startswith("session:") else None
-        stamp = self._live_at.get(sid) if sid else None
-        if sid and stamp is not None and stamp[0] == before:
-            self._live_at[sid] = (after, stamp[1])
 
     # -- sessions -----------------------------------------------------------
 
