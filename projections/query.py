@@ -103,7 +103,7 @@ def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tupl
     return options[0][1] if len(options) == 1 else tantivy.Query.boolean_query(options)
 
 
-def prefix_expansions(searchers: list[tuple[int, Any]], words: list[str]) -> tuple[str, ...]:
+def _prefix_expansions(searchers: list[tuple[int, Any]], words: list[str]) -> tuple[str, ...]:
     """The most frequent indexed words that the last word (3+ characters) begins."""
     if not words or len(words[-1]) < 3:
         return ()
@@ -141,7 +141,7 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None) -> lis
     words = tokens(query.text)
     known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
     try:
-        q = build_query(index.schema, query, as_of, known, prefix_expansions(searchers, words))
+        q = build_query(index.schema, query, as_of, known, _prefix_expansions(searchers, words))
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
     want = min(10_000, max(query.limit * 2, 20))
