@@ -71,9 +71,10 @@ class Projections:
     def _open(self) -> None:
         self._target = os.readlink(self._link)
         root = self.data_dir / self._target
-        outdated = (root / "views").exists() and _layout(root) != self._layout_mark
-        if not (root / "views").exists():
+        fresh = not (root / "views").exists()
+        if fresh:
             _mark_layout(root, self._layout_mark)
+        outdated = not fresh and _layout(root) != self._layout_mark
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
         self.views = ViewStore(root / "views", sync=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -205,6 +206,7 @@ class SearchIndex:
         self.lock = MaintenanceLock(path / "maint.lock")
         self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def close(self) -> None:
         """Drop uncommitted work and release the lock file."""
@@ -266,9 +268,11 @@ class SearchIndex:
         workers = min(len(searchers), os.cpu_count() or 1)
         if workers < 2:
             return [fn(s) for _, s in searchers]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="memlog-search")
-        return list(self._pool.map(fn, (s for _, s in searchers)))
+        with self._pool_lock:  # one pool even when several threads search at once
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="memlog-search")
+            pool = self._pool
+        return list(pool.map(fn, (s for _, s in searchers)))
 
     def doc_freq(self, term: str) -> int:
         """How many documents (deleted ones included until merged) hold ``term``."""
