@@ -21,6 +21,7 @@ __all__ = ["find", "make_snippet"]
 
 _SNIPPET = 160
 _NO_ACCESS = AccessView()
+_SHOWN = frozenset(("live", "redacted"))
 
 
 def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | None,
@@ -39,10 +40,8 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
     params = views.decay_params()
     accessed = views.any_access()
     scored: list[tuple[float, float, int, EntryView]] = []
-    for hit in hits:
-        entry_id = views.entry_id_at(hit.rseq)
-        view = None if entry_id is None else views.entry(entry_id)
-        if view is None or view.entry is None or view.state not in ("live", "redacted"):
+    for hit, view in zip(hits, views.entries_at(h.rseq for h in hits), strict=True):
+        if view is None or view.entry is None or view.state not in _SHOWN:
             continue
         access = views.access(view.entry_id) if accessed else _NO_ACCESS
         relevance, factor = _score(view, access, hit.text_score if words else 1.0,

@@ -36,6 +36,8 @@ _event_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
 _any_decoder = msgspec.msgpack.Decoder()
 _upcasters: dict[tuple[str, int], Upcaster] = {}
 _ID = re.compile(ID_PATTERN)
+_ID_BODY = ID_PATTERN.removeprefix("^").removesuffix(r"\Z")
+_ID_LINES = re.compile(rf"(?:{_ID_BODY}\n)*\Z")  # ids one per line
 _ID_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
@@ -95,12 +97,44 @@ def validate_payload(event: object, max_bytes: int) -> bytes:
         _event_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise InvalidEventError(f"invalid {tag} event: {exc}") from None
-    bad = _bad_id(event, "$")
+    bad = None if _ids_valid(event) else _bad_id(event, "$")
     if bad is not None:
         raise InvalidEventError(
             f"invalid {tag} event: `{bad}` must be an id of letters, digits and . _ : @ - (max 128)"
         )
     return data
+
+
+def _ids_valid(event: object) -> bool:
+    """Whether every id field of ``event`` is a valid id: one regex over all of
+    them, one per line (an id holding a newline adds a line and fails the count)."""
+    ids: list[str] = []
+    _collect_ids(event, ids)
+    if not ids:
+        return True
+    try:
+        lines = "\n".join(ids) + "\n"
+    except TypeError:
+        return False
+    return _ID_LINES.match(lines) is not None and lines.count("\n") == len(ids)
+
+
+def _collect_ids(obj: object, out: list[str]) -> None:
+    for name, holds_ids in _id_fields(type(obj)):
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        if holds_ids:
+            if type(value) is str:
+                out.append(value)
+            else:
+                out.extend(value)
+        elif isinstance(value, msgspec.Struct):
+            _collect_ids(value, out)
+        else:
+            for item in value:
+                if isinstance(item, msgspec.Struct):
+                    _collect_ids(item, out)
 
 
 def _bad_id(obj: object, path: str) -> str | None:

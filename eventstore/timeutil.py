@@ -7,6 +7,7 @@ audit trail cannot guess a zone.
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime
 
@@ -58,5 +59,11 @@ def to_micros(value: datetime | str | int) -> int:
 def format_micros(micros: int) -> str:
     """Format microseconds as ISO 8601 UTC with a ``Z``."""
     seconds, rest = divmod(micros, 1_000_000)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    stamp = _second_stamp(seconds)
     return f"{stamp}.{rest:06d}Z" if rest else f"{stamp}Z"
+
+
+@functools.lru_cache(maxsize=4096)
+def _second_stamp(seconds: int) -> str:
+    # Results often share a second (one transaction records many entries).
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))

@@ -80,8 +80,12 @@ def when_key(occurred_at: int, entry_id: str) -> bytes:
 
 def latest_version(txn: Any, db: Any, entity: str, as_of: int | None) -> bytes | None:
     """The value of the entity's last version at or before ``as_of`` (None: current)."""
+    return latest_at(txn.cursor(db=db), entity, as_of)
+
+
+def latest_at(cursor: Any, entity: str, as_of: int | None) -> bytes | None:
+    """:func:`latest_version` with a cursor of the database (reusable across calls)."""
     prefix = entity.encode() + SEP
-    cursor = txn.cursor(db=db)
     bound = prefix + u64(MAX_SEQ if as_of is None else as_of)
     if cursor.set_range(bound):
         key = cursor.key()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
 
-from ._keys import SEP, all_versions, latest_version, prefix_items, u64, unpack_u64
+from ._keys import SEP, all_versions, latest_at, latest_version, prefix_items, u64, unpack_u64
 from .models import (
     AccessView,
     DecayParams,
@@ -135,6 +135,18 @@ class ViewReader:
             view = self.entry(key[9:].decode())
             if view is not None and view.state in ("live", "redacted"):
                 yield view
+
+    def entries_at(self, seqs: Iterable[int]) -> list[EntryView | None]:
+        """The current versions of the entries recorded at ``seqs``, in order
+        (None where the entry is gone); two cursors serve the whole batch."""
+        by_seq = self.txn.cursor(db=self.dbs[b"by_seq"])
+        entries = self.txn.cursor(db=self.dbs[b"entries"])
+        out: list[EntryView | None] = []
+        for seq in seqs:
+            entry_id = by_seq.get(u64(seq))
+            raw = None if entry_id is None else latest_at(entries, bytes(entry_id).decode(), self.as_of)
+            out.append(None if raw is None else _entry(raw))
+        return out
 
     def entry_id_at(self, seq: int) -> str | None:
         """The id of the entry recorded at ``seq`` (None if gone)."""

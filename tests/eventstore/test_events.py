@@ -7,11 +7,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventstore import EVENT_TYPES, Event, EventLog, SessionStarted
+from eventstore import (
+    EVENT_TYPES,
+    DeletedRef,
+    EntriesDeleted,
+    EntryRecorded,
+    Event,
+    EventLog,
+    MessageDetails,
+    SessionStarted,
+    codec,
+)
 from eventstore.codec import decode_payload, encode_payload, validate_payload
 from eventstore.envelope import Header
 
-from .strategies import event_strategy, events
+from .strategies import event_strategy, events, ids
 
 
 @pytest.mark.parametrize("tag", sorted(EVENT_TYPES))
@@ -56,3 +66,24 @@ def test_upcaster_rewrites_an_old_payload(monkeypatch: pytest.MonkeyPatch) -> No
     )
     header = Header(1, "s", 1, "id", "session.started", 0, "actor", schema_version=1)
     assert codec.decode_payload(old, header) == SessionStarted(session_id="s1")
+
+
+_maybe_ids = st.one_of(
+    ids,
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
+    st.sampled_from(["", "a\nb", "a\n", "\n", "-a", "a b", "x" * 128, "x" * 129, "é", "a\x00"]),
+)
+
+
+@given(session=_maybe_ids, user=st.none() | _maybe_ids, parent=st.none() | _maybe_ids,
+       ids_=st.lists(_maybe_ids, max_size=3))
+def test_the_one_regex_id_check_agrees_with_the_field_walk(
+        session: str, user: str | None, parent: str | None, ids_: list[str]) -> None:
+    entry = EntryRecorded(entry_id="e1", kind="message", content="c", occurred_at=0,
+                          session_id=session, user_id=user,
+                          details=MessageDetails(parent_id=parent))
+    deleted = EntriesDeleted(request_id=session, entry_ids=tuple(ids_), erased_seqs=(1,),
+                             refs=tuple(DeletedRef(entry_id=i, kind="message", recorded_seq=1,
+                                                     session_id=user) for i in ids_[:1]))
+    for event in (entry, deleted):
+        assert codec._ids_valid(event) == (codec._bad_id(event, "$") is None)
