@@ -21,7 +21,7 @@ from ._lmdb_layout import (
 )
 from .backend import PreparedAppend
 from .chain import HASH_SIZE, SALT_SIZE, new_salts
-from .codec import decode_header, encode_header
+from .codec import decode_header, encode_header_fields
 from .envelope import AppendResult, Header
 from .errors import (
     ConcurrencyError,
@@ -84,24 +84,25 @@ class TxnWriter:
         """Encode every record of the request and advance the chain."""
         count = len(req.payloads)
         salts = new_salts(count)
-        link, now, stream = self.head.hash, self.now, req.stream
+        link, now, stream, actor = self.head.hash, self.now, req.stream, req.actor
         prefix = stream.encode() + b"\x00"
         headers, payloads, ids, index = [], [], [], []
-        for i in range(count):
-            seq, payload = first + i, req.payloads[i]
-            salt = salts[i * SALT_SIZE : (i + 1) * SALT_SIZE]
-            header = encode_header(Header(
-                seq, stream, version + 1 + i, req.event_ids[i], req.types[i], now, req.actor,
+        for i, payload in enumerate(req.payloads):
+            seq, at = first + i, version + 1 + i
+            # A tuple encodes exactly as the array-like Header (tested), without building one.
+            header = encode_header_fields((
+                seq, stream, at, req.event_ids[i], req.types[i], now, actor,
                 req.causation_id, req.correlation_id, req.schema_versions[i],
                 req.erases if i == 0 else (),
             ))
-            commitment = sha256(salt + payload).digest()
+            stored = salts[i * SALT_SIZE : (i + 1) * SALT_SIZE] + payload
+            commitment = sha256(stored).digest()
             link = sha256(link + header + commitment).digest()
             key = seq_key(seq)
             headers.append((key, link + commitment + header))
-            payloads.append((key, salt + payload))
+            payloads.append((key, stored))
             ids.append((req.event_ids[i].encode(), key))
-            index.append((prefix + seq_key(version + 1 + i), key))
+            index.append((prefix + seq_key(at), key))
         self.head.seq = first + count - 1
         self.head.hash = link
         self.head.time = now

@@ -23,6 +23,7 @@ __all__ = [
     "decode_header",
     "decode_payload",
     "encode_header",
+    "encode_header_fields",
     "encode_payload",
     "register_upcaster",
     "validate_payload",
@@ -44,6 +45,12 @@ _ID_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 def encode_header(header: Header) -> bytes:
     """Encode an envelope."""
     return _encoder.encode(header)
+
+
+def encode_header_fields(fields: tuple[Any, ...]) -> bytes:
+    """Encode an envelope given as the tuple of its fields in order; the bytes
+    equal :func:`encode_header` of the same :class:`Header` (it is array-like)."""
+    return _encoder.encode(fields)
 
 
 def encode_payload(event: Event) -> bytes:

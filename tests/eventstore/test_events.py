@@ -87,3 +87,13 @@ def test_the_one_regex_id_check_agrees_with_the_field_walk(
                                                      session_id=user) for i in ids_[:1]))
     for event in (entry, deleted):
         assert codec._ids_valid(event) == (codec._bad_id(event, "$") is None)
+
+
+@given(header=st.builds(
+    Header, seq=st.integers(1, 2**62), stream=ids, version=st.integers(1, 2**40), id=ids,
+    type=st.sampled_from(sorted(EVENT_TYPES)), recorded_at=st.integers(0, 2**62), actor=ids,
+    causation_id=st.none() | ids, correlation_id=st.none() | ids,
+    schema_version=st.integers(1, 9), erases=st.tuples() | st.tuples(st.integers(1, 2**40))))
+def test_a_header_encodes_like_the_tuple_of_its_fields(header: Header) -> None:
+    fields = tuple(getattr(header, name) for name in header.__struct_fields__)
+    assert codec.encode_header_fields(fields) == codec.encode_header(header)
