@@ -8,8 +8,11 @@ from projections import (
     AccessView,
     EntryView,
     Projections,
+    RankInputs,
+    SearchHit,
     SearchQuery,
     ViewReader,
+    entry_importance,
     run_search,
     score,
     tokens,
@@ -28,40 +31,60 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
          now: int) -> list[SearchResult]:
     """Search hits as results, re-ranked by relevance (or time) and cut to the limit.
 
-    Candidates are scored from the views first; snippets and result objects are
-    built only for the ones returned.
+    A current search ranks its candidates from the views' ranking inputs
+    (kind, importance, event time) and reads only the entries it returns; a
+    search as of a seq ranks from the entry versions of that seq.
     """
     assert proj.search_index is not None
     hits = run_search(proj.search_index, query, as_of)
     if not hits:
         return []
+    inputs = views.rank_inputs(h.rseq for h in hits) if as_of is None else _as_of_inputs(hits, views)
     words = tokens(query.text)
     top = max(h.text_score for h in hits) if words else 0.0
     params = views.decay_params()
     accessed = views.any_access()
-    scored: list[tuple[float, float, int, EntryView]] = []
-    for hit, view in zip(hits, views.entries_at(h.rseq for h in hits), strict=True):
-        if view is None or view.entry is None or view.state not in _SHOWN:
+    scored: list[tuple[float, float, int]] = []
+    for hit, rank in zip(hits, inputs, strict=True):
+        if rank is None:
             continue
-        access = views.access(view.entry_id) if accessed else _NO_ACCESS
-        relevance, factor = _score(view, access, hit.text_score if words else 1.0,
-                                   top if words else 1.0, now, params)
+        access = views.access(rank.entry_id) if accessed else _NO_ACCESS
+        relevance, factor = score(hit.text_score if words else 1.0, top if words else 1.0,
+                                  rank.kind, rank.occurred_at, now, access.count, access.last_at,
+                                  rank.importance, params)
         if relevance >= query.min_relevance:
-            scored.append((relevance, factor, hit.rseq, view))
+            scored.append((relevance, factor, hit.rseq))
     if query.sort == "relevance":
         scored.sort(key=lambda t: (-t[0], -t[2]))
     else:
-        scored.sort(key=lambda t: (t[3].occurred_at, t[2]), reverse=query.sort == "newest")
-    return [_result(view, relevance, factor, words) for relevance, factor, _, view in scored[: query.limit]]
+        when = {h.rseq: r.occurred_at for h, r in zip(hits, inputs, strict=True) if r is not None}
+        scored.sort(key=lambda t: (when[t[2]], t[2]), reverse=query.sort == "newest")
+    return _results(views, scored, query.limit, words)
 
 
-def _score(view: EntryView, access: AccessView, text: float, top: float, now: int,
-           params: object) -> tuple[float, float]:
-    entry = view.entry
-    assert entry is not None
-    level = getattr(entry.details, "impact", None) or getattr(entry.details, "severity", None)
-    return score(text, top, entry.kind, entry.occurred_at, now, access.count, access.last_at,
-                 entry.importance, params, level)
+def _as_of_inputs(hits: list[SearchHit], views: ViewReader) -> list[RankInputs | None]:
+    """Ranking inputs from the entry versions current at the views' seq."""
+    out: list[RankInputs | None] = []
+    for view in views.entries_at(h.rseq for h in hits):
+        entry = None if view is None or view.state not in _SHOWN else view.entry
+        out.append(None if entry is None else
+                   RankInputs(entry.entry_id, entry.kind, entry_importance(entry), entry.occurred_at))
+    return out
+
+
+def _results(views: ViewReader, scored: list[tuple[float, float, int]], limit: int,
+             words: list[str]) -> list[SearchResult]:
+    """The first ``limit`` scored hits whose entries are shown, as results."""
+    out: list[SearchResult] = []
+    start = 0
+    while len(out) < limit and start < len(scored):
+        chunk = scored[start : start + limit - len(out)]
+        start += len(chunk)
+        entries = views.entries_at(rseq for _, _, rseq in chunk)
+        for (relevance, factor, _), view in zip(chunk, entries, strict=True):
+            if view is not None and view.entry is not None and view.state in _SHOWN:
+                out.append(_result(view, relevance, factor, words))
+    return out
 
 
 def _result(view: EntryView, relevance: float, factor: float, words: list[str]) -> SearchResult:

@@ -6,7 +6,7 @@ checkpoints and rebuilds.
 """
 
 from ._view_read import ViewReader
-from .decay import access_score, decay_factor, importance_of, relevance
+from .decay import access_score, decay_factor, entry_importance, importance_of, relevance
 from .models import (
     DEFAULT_RATES,
     AccessView,
@@ -14,6 +14,7 @@ from .models import (
     DeletionRecord,
     EntryView,
     MemoryView,
+    RankInputs,
     RedactionInfo,
     SessionStats,
     SessionView,
@@ -34,6 +35,7 @@ __all__ = [
     "EntryView",
     "MemoryView",
     "Projections",
+    "RankInputs",
     "RedactionInfo",
     "SearchHit",
     "SearchIndex",
@@ -47,6 +49,7 @@ __all__ = [
     "build_schema",
     "decay_factor",
     "entry_document",
+    "entry_importance",
     "importance_of",
     "relevance",
     "run_search",

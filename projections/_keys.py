@@ -12,14 +12,20 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from eventstore import ENTRY_KINDS, EntryRecorded
+
 __all__ = [
     "MAX_SEQ",
     "SEP",
     "all_versions",
     "has_versions",
     "hash_key",
+    "latest_at",
     "latest_version",
+    "parse_rank_value",
     "prefix_items",
+    "rank_entry_id",
+    "rank_value",
     "session_key",
     "time_key",
     "u64",
@@ -39,6 +45,26 @@ def hash_key(entry_id: str) -> bytes:
     search shard (a crc32 range) reads only its own entries."""
     raw = entry_id.encode()
     return zlib.crc32(raw).to_bytes(4, "big") + raw
+
+
+_RANK = struct.Struct(">Bdq")  # kind code, importance, occurred_at
+_KIND_CODES = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
+
+
+def rank_value(entry: EntryRecorded, importance: float) -> bytes:
+    """Value of ``by_seq``: kind code | importance | occurred_at | entry id."""
+    return _RANK.pack(_KIND_CODES[entry.kind], importance, entry.occurred_at) + entry.entry_id.encode()
+
+
+def parse_rank_value(raw: bytes | memoryview) -> tuple[str, str, float, int]:
+    """(entry id, kind, importance, occurred_at) of a ``by_seq`` value."""
+    code, importance, occurred_at = _RANK.unpack_from(raw)
+    return bytes(raw[_RANK.size :]).decode(), ENTRY_KINDS[code], importance, occurred_at
+
+
+def rank_entry_id(raw: bytes | memoryview) -> str:
+    """The entry id of a ``by_seq`` value."""
+    return bytes(raw[_RANK.size :]).decode()
 
 
 def unpack_u64(raw: bytes | memoryview) -> int:

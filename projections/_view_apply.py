@@ -39,6 +39,7 @@ from ._keys import (
     hash_key,
     latest_version,
     prefix_items,
+    rank_value,
     session_key,
     time_key,
     u64,
@@ -46,6 +47,7 @@ from ._keys import (
     version_key,
     when_key,
 )
+from .decay import entry_importance
 from .models import (
     AccessView,
     DeletionRecord,
@@ -188,6 +190,9 @@ class ViewWriter:
             return
         new: EntryView = fn(prev)
         self.put(b"entries", version_key(entry_id, new.changed_seq), new)
+        if new.entry is not None and new.state in ("live", "redacted"):  # importance may change
+            self.txn.put(u64(new.recorded_seq), rank_value(new.entry, entry_importance(new.entry)),
+                         db=self.dbs[b"by_seq"])
 
     def _entries_deleted(self, rec: RecordedEvent, event: EntriesDeleted) -> None:
         record = self._ledger(event.request_id, lambda d: r.deletion_done(d, rec, event))
@@ -254,7 +259,7 @@ class ViewWriter:
     def _index(self, event: EntryRecorded, seq: int) -> None:
         sid = event.session_id or ""
         eid = event.entry_id
-        self.txn.put(u64(seq), eid.encode(), db=self.dbs[b"by_seq"])
+        self.txn.put(u64(seq), rank_value(event, entry_importance(event)), db=self.dbs[b"by_seq"])
         self.txn.put(hash_key(eid), b"", db=self.dbs[b"by_hash"])
         self.txn.put(session_key(sid, event.occurred_at, eid), event.kind.encode(),
                      db=self.dbs[b"by_session"])

@@ -7,13 +7,24 @@ from typing import Any
 
 import msgspec
 
-from ._keys import SEP, all_versions, latest_at, latest_version, prefix_items, u64, unpack_u64
+from ._keys import (
+    SEP,
+    all_versions,
+    latest_at,
+    latest_version,
+    parse_rank_value,
+    prefix_items,
+    rank_entry_id,
+    u64,
+    unpack_u64,
+)
 from .models import (
     AccessView,
     DecayParams,
     DeletionRecord,
     EntryView,
     MemoryView,
+    RankInputs,
     SessionStats,
     SessionView,
 )
@@ -137,21 +148,31 @@ class ViewReader:
                 yield view
 
     def entries_at(self, seqs: Iterable[int]) -> list[EntryView | None]:
-        """The current versions of the entries recorded at ``seqs``, in order
-        (None where the entry is gone); two cursors serve the whole batch."""
+        """The versions (at ``as_of``) of the entries recorded at ``seqs``, in
+        order (None where the entry is gone); two cursors serve the batch."""
         by_seq = self.txn.cursor(db=self.dbs[b"by_seq"])
         entries = self.txn.cursor(db=self.dbs[b"entries"])
         out: list[EntryView | None] = []
         for seq in seqs:
-            entry_id = by_seq.get(u64(seq))
-            raw = None if entry_id is None else latest_at(entries, bytes(entry_id).decode(), self.as_of)
+            value = by_seq.get(u64(seq))
+            raw = None if value is None else latest_at(entries, rank_entry_id(value), self.as_of)
             out.append(None if raw is None else _entry(raw))
+        return out
+
+    def rank_inputs(self, seqs: Iterable[int]) -> list[RankInputs | None]:
+        """Ranking inputs of the entries recorded at ``seqs`` as they are now
+        (None where gone), without reading the entries themselves."""
+        by_seq = self.txn.cursor(db=self.dbs[b"by_seq"])
+        out: list[RankInputs | None] = []
+        for seq in seqs:
+            value = by_seq.get(u64(seq))
+            out.append(None if value is None else RankInputs(*parse_rank_value(value)))
         return out
 
     def entry_id_at(self, seq: int) -> str | None:
         """The id of the entry recorded at ``seq`` (None if gone)."""
         raw = self.txn.get(u64(seq), db=self.dbs[b"by_seq"])
-        return None if raw is None else bytes(raw).decode()
+        return None if raw is None else rank_entry_id(raw)
 
     def derived_from(self, parent_id: str) -> list[str]:
         """Ids of entries derived from ``parent_id``."""

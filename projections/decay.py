@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 
+from eventstore import EntryRecorded
+
 from .models import DecayParams
 
-__all__ = ["WEIGHTS", "access_score", "decay_factor", "importance_of", "relevance"]
+__all__ = ["WEIGHTS", "access_score", "decay_factor", "entry_importance", "importance_of", "relevance"]
 
 WEIGHTS = {"text": 0.4, "time": 0.3, "importance": 0.2, "access": 0.1}
 _BASE_IMPORTANCE = {
@@ -34,6 +36,12 @@ def importance_of(kind: str, given: float | None, level: str | None = None,
     if approved:
         score *= 1.2
     return min(score, 1.0)
+
+
+def entry_importance(entry: EntryRecorded) -> float:
+    """:func:`importance_of` an entry: its own, else by kind, raised by impact or severity."""
+    level = getattr(entry.details, "impact", None) or getattr(entry.details, "severity", None)
+    return importance_of(entry.kind, entry.importance, level)
 
 
 def decay_factor(kind: str, occurred_at: int, now: int, accesses: int, importance: float,

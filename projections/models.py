@@ -104,6 +104,15 @@ class MemoryView(msgspec.Struct, frozen=True, gc=False):
     changed_seq: int
 
 
+class RankInputs(msgspec.Struct, frozen=True, gc=False):
+    """What ranking needs of a current entry, kept beside its recorded seq."""
+
+    entry_id: str
+    kind: str
+    importance: float
+    occurred_at: int
+
+
 class AccessView(msgspec.Struct, frozen=True, gc=False):
     """How often and when an entry was last returned to a reader."""
 

@@ -40,7 +40,8 @@ _SEARCH_LAG = 1_000
 Progress = Callable[[int], None]
 # The projections' on-disk layout; a directory marked otherwise is rebuilt on open.
 # 2: the views' by_hash index, and search shards by crc32 range.
-LAYOUT = "2"
+# 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
+LAYOUT = "3"
 
 
 class Projections:

@@ -7,7 +7,8 @@ Databases (see :mod:`projections._keys` for the temporal key layout):
 - ``by_session``: session | occurred_at | entry id -> kind (recent messages, tasks);
 - ``by_time``: occurred_at | entry id -> session id (retention, criteria);
 - ``derived``: parent id | child id (deletion follows ``derived_from``);
-- ``by_seq``: recorded seq -> entry id (search hits name entries by seq);
+- ``by_seq``: recorded seq -> kind, importance, occurred_at | entry id (search hits name
+  entries by seq and are ranked from this value alone);
 - ``by_hash``: crc32(entry id) | entry id (a search shard's rebuild reads its range);
 - ``archived``: ids of the sessions archived now (left out of default search);
 - ``memory_ids``: memory id -> user | key;

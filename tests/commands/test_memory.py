@@ -123,3 +123,23 @@ def test_session_checks_see_other_writers(tmp_path: Path) -> None:
         other.restore_session(sid)
         mem.add_message(sid, role="user", content="fourth")
         assert mem.session(sid).statistics["total_messages"] == 3
+
+
+def test_a_new_importance_reorders_search_now_and_not_in_the_past(tmp_path: Path) -> None:
+    """Ranking reads importance from the views' by_seq value, so an update must reach
+    it; a search as of before the update still ranks with the old importance."""
+    with MemoryLog.open(tmp_path / "s") as mem:
+        sid = mem.start_session()
+        when = now_micros() - 3_600_000_000
+        low = mem.add_message(sid, role="user", content="cache note", occurred_at=when)
+        high = mem.add_message(sid, role="user", content="cache note", occurred_at=when)
+        mem.set_importance(low, 0.0)
+        mem.set_importance(high, 1.0)
+        before = mem.log.head().seq
+        assert [h.id for h in mem.search("cache note", record_access=False)] == [high, low]
+        mem.set_importance(low, 1.0)
+        mem.set_importance(high, 0.0)
+        assert [h.id for h in mem.search("cache note", record_access=False)] == [low, high]
+        assert [h.id for h in mem.as_of(before).search("cache note")] == [high, low]
+        mem.replay()
+        assert [h.id for h in mem.search("cache note", record_access=False)] == [low, high]

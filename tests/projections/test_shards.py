@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from commands import MemoryLog
+from projections.runner import LAYOUT
 
 
 def _store(path: Path, shards: int, count: int) -> tuple[MemoryLog, list[str]]:
@@ -43,7 +44,7 @@ def test_projections_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> N
     with MemoryLog.open(tmp_path / "s", search_shards=2) as mem:
         new = os.readlink(tmp_path / "s" / "proj")
         assert new != old
-        assert (tmp_path / "s" / new / "layout").read_text().strip() == "2 shards=2"
+        assert (tmp_path / "s" / new / "layout").read_text().strip() == f"{LAYOUT} shards=2"
         assert [h.id for h in mem.search("tok5x", record_access=False)] == [ids[5]]
         assert not (tmp_path / "s" / old).exists()
     with MemoryLog.open(tmp_path / "s", search_shards=3) as mem:  # another shard count
