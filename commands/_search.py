@@ -44,7 +44,7 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
     top = max(h.text_score for h in hits) if words else 0.0
     params = views.decay_params()
     accessed = views.any_access()
-    scored: list[tuple[float, float, int]] = []
+    scored: list[tuple[float, float, int, int]] = []  # relevance, factor, rseq, occurred_at
     for hit, rank in zip(hits, inputs, strict=True):
         if rank is None:
             continue
@@ -53,12 +53,11 @@ def find(proj: Projections, views: ViewReader, query: SearchQuery, as_of: int | 
                                   rank.kind, rank.occurred_at, now, access.count, access.last_at,
                                   rank.importance, params)
         if relevance >= query.min_relevance:
-            scored.append((relevance, factor, hit.rseq))
+            scored.append((relevance, factor, hit.rseq, rank.occurred_at))
     if query.sort == "relevance":
         scored.sort(key=lambda t: (-t[0], -t[2]))
     else:
-        when = {h.rseq: r.occurred_at for h, r in zip(hits, inputs, strict=True) if r is not None}
-        scored.sort(key=lambda t: (when[t[2]], t[2]), reverse=query.sort == "newest")
+        scored.sort(key=lambda t: (t[3], t[2]), reverse=query.sort == "newest")
     return _results(views, scored, query.limit, words)
 
 
@@ -72,7 +71,7 @@ def _as_of_inputs(hits: list[SearchHit], views: ViewReader) -> list[RankInputs |
     return out
 
 
-def _results(views: ViewReader, scored: list[tuple[float, float, int]], limit: int,
+def _results(views: ViewReader, scored: list[tuple[float, float, int, int]], limit: int,
              words: list[str]) -> list[SearchResult]:
     """The first ``limit`` scored hits whose entries are shown, as results."""
     out: list[SearchResult] = []
@@ -80,8 +79,8 @@ def _results(views: ViewReader, scored: list[tuple[float, float, int]], limit: i
     while len(out) < limit and start < len(scored):
         chunk = scored[start : start + limit - len(out)]
         start += len(chunk)
-        entries = views.entries_at(rseq for _, _, rseq in chunk)
-        for (relevance, factor, _), view in zip(chunk, entries, strict=True):
+        entries = views.entries_at(t[2] for t in chunk)
+        for (relevance, factor, _, _), view in zip(chunk, entries, strict=True):
             if view is not None and view.entry is not None and view.state in _SHOWN:
                 out.append(_result(view, relevance, factor, words))
     return out

@@ -169,11 +169,6 @@ class ViewReader:
             out.append(None if value is None else RankInputs(*parse_rank_value(value)))
         return out
 
-    def entry_id_at(self, seq: int) -> str | None:
-        """The id of the entry recorded at ``seq`` (None if gone)."""
-        raw = self.txn.get(u64(seq), db=self.dbs[b"by_seq"])
-        return None if raw is None else rank_entry_id(raw)
-
     def derived_from(self, parent_id: str) -> list[str]:
         """Ids of entries derived from ``parent_id``."""
         prefix = parent_id.encode() + SEP
