@@ -7,6 +7,7 @@ is held while the caller works on a chunk.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -22,7 +23,7 @@ _header_decoder = msgspec.msgpack.Decoder(Header).decode
 _payload_decoder = msgspec.msgpack.Decoder(Event).decode
 _CURRENT = SCHEMA_VERSIONS
 
-__all__ = ["get_record", "header_at", "scan_range", "scan_stream"]
+__all__ = ["get_record", "header_at", "payloads_at", "scan_range", "scan_stream"]
 
 _PREFIX = 2 * HASH_SIZE
 
@@ -96,6 +97,22 @@ def header_at(txn: Any, dbs: dict[bytes, Any], seq: int) -> Header:
     if raw is None:
         raise NotFoundError(f"no event at seq {seq}", code="E_EVENT_NOT_FOUND")
     return decode_header(raw[_PREFIX:], seq)
+
+
+def payloads_at(txn: Any, dbs: dict[bytes, Any], seqs: Sequence[int]) -> list[Event | None]:
+    """The events at ``seqs`` in order; None where erased or absent (no commitment check)."""
+    headers, payloads = txn.cursor(db=dbs[HEADERS]), txn.cursor(db=dbs[PAYLOADS])
+    out: list[Event | None] = []
+    for seq in seqs:
+        key = seq_key(seq)
+        value = payloads.get(key)
+        raw = None if value is None else headers.get(key)
+        if raw is None:
+            out.append(None)
+            continue
+        header = decode_header(raw[_PREFIX:], seq)
+        out.append(decode_payload(value[SALT_SIZE:], header))
+    return out
 
 
 def get_record(txn: Any, dbs: dict[bytes, Any], seq: int) -> RecordedEvent:

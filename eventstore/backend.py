@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from .envelope import AppendResult, Head, RecordedEvent, VerifyResult
+from .events import Event
 
 __all__ = ["LogBackend", "PreparedAppend", "PurgeReport"]
 
@@ -63,6 +64,10 @@ class LogBackend(Protocol):
 
     def get(self, seq: int) -> RecordedEvent:
         """One record, its payload checked against its commitment."""
+        ...
+
+    def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
+        """The events at ``seqs`` in order; None where erased or absent."""
         ...
 
     def stream_version(self, stream: str) -> int:

@@ -9,12 +9,13 @@ from typing import Any
 
 from ._lmdb_env import SharedEnv, open_shared_env, release_shared_env
 from ._lmdb_layout import DB_NAMES, EVENT_IDS, META, STREAMS, read_head_state, seq_of_key
-from ._lmdb_read import get_record, header_at, scan_range, scan_stream
+from ._lmdb_read import get_record, header_at, payloads_at, scan_range, scan_stream
 from ._lmdb_verify import verify_log
 from ._lmdb_write import TxnWriter
 from .backend import PreparedAppend, PurgeReport
 from .envelope import AppendResult, Head, RecordedEvent, VerifyResult
 from .errors import StorageError
+from .events import Event
 from .purge import purge_env
 
 __all__ = ["LmdbBackend"]
@@ -84,6 +85,10 @@ class LmdbBackend:
     def get(self, seq: int) -> RecordedEvent:
         """One record, its payload checked against its commitment."""
         return self.shared.read(lambda txn: get_record(txn, self.shared.dbs, seq))
+
+    def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
+        """The events at ``seqs`` in order (None where erased or absent)."""
+        return self.shared.read(lambda txn: payloads_at(txn, self.shared.dbs, seqs))
 
     def stream_version(self, stream: str) -> int:
         """The stream's last version (0 when it does not exist)."""

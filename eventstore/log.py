@@ -131,6 +131,12 @@ class EventLog:
         """One record; its payload is checked against its commitment."""
         return self.backend.get(seq)
 
+    def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
+        """The events stored at ``seqs``, in the order given: one read
+        transaction for the batch, no commitment check (like :meth:`read`).
+        None where the payload was erased or the seq does not exist."""
+        return self.backend.events_at(seqs)
+
     def stream_version(self, stream: str) -> int:
         """The stream's last version (0 if it does not exist)."""
         _check_stream(stream)

@@ -106,6 +106,17 @@ class LogContract:
             assert log.get(result.first_seq).header.erases == (1,)
             assert log.verify().ok
 
+    def test_events_at_reads_a_batch_in_the_order_asked(self, open_log: OpenLog,
+                                                        tmp_path: Path) -> None:
+        """events_at gives each seq's event; None for erased and absent seqs."""
+        with open_log(tmp_path) as log:
+            log.append("s:a", [entry(1), entry(2), entry(3)], actor="t")
+            tomb = EntriesDeleted(request_id="r1", entry_ids=("e2",), erased_seqs=(2,))
+            log.erase([2], tomb, stream="system", actor="dpo")
+            got = log.events_at([3, 2, 1, 99])
+            assert got == [log.get(3).event, None, log.get(1).event, None]
+            assert got[0] is not None and got[2] is not None
+
     def test_reads_stream_past_chunk_boundaries(self, open_log: OpenLog, tmp_path: Path) -> None:
         """Range and stream reads are complete and ordered across internal chunks."""
         with open_log(tmp_path) as log:
