@@ -145,13 +145,16 @@ class SharedEnv:
         env.set_mapsize(size + min(size, _MAX_GROWTH_STEP))
 
 
-def open_shared_env(path: Path, db_names: tuple[bytes, ...], *, sync: bool = True) -> SharedEnv:
-    """Return the process-wide environment for ``path``, opening it if needed."""
+def open_shared_env(path: Path, db_names: tuple[bytes, ...], *, sync: bool = True,
+                    factory: Callable[[Path, tuple[bytes, ...], bool], SharedEnv] | None = None
+                    ) -> SharedEnv:
+    """Return the process-wide environment for ``path``, opening it if needed
+    (with ``factory``, a :class:`SharedEnv` subclass, when given)."""
     key = str(path.resolve())
     with _registry_lock:
         shared = _registry.get(key)
         if shared is None:
-            shared = SharedEnv(Path(key), db_names, sync)
+            shared = (factory or SharedEnv)(Path(key), db_names, sync)
             _registry[key] = shared
         shared.refs += 1
         return shared

@@ -12,7 +12,17 @@ from typing import Any
 
 import msgspec
 
-from ._lmdb_layout import HEADERS, PAYLOADS, STREAM_INDEX, seq_key, seq_of_key, stream_key
+from ._lmdb_layout import (
+    ERASING,
+    HEADERS,
+    META,
+    STREAM_INDEX,
+    read_int_set,
+    seq_key,
+    seq_of_key,
+    stream_key,
+)
+from ._segments import SegmentReads
 from .chain import HASH_SIZE, SALT_SIZE, commit
 from .codec import decode_header, decode_payload
 from .envelope import Header, RecordedEvent
@@ -29,20 +39,20 @@ _PREFIX = 2 * HASH_SIZE
 
 
 def scan_range(
-    txn: Any, dbs: dict[bytes, Any], start: int, stop: int, limit: int
+    txn: Any, dbs: dict[bytes, Any], segs: SegmentReads, start: int, stop: int, limit: int
 ) -> list[RecordedEvent]:
     """Records with ``start <= seq <= stop``, at most ``limit`` of them.
 
-    This is the replay hot path, so it walks the header and payload cursors in
-    lockstep with the decoders inlined; a header whose payload key is missing
-    was erased.
+    This is the replay hot path, so it walks the header cursor and the segments'
+    payload cursors in lockstep with the decoders inlined; a header whose
+    payload key is missing, or marked as being erased, was erased.
     """
     out: list[RecordedEvent] = []
     headers = txn.cursor(db=dbs[HEADERS])
     if not headers.set_range(seq_key(start)):
         return out
-    payloads = txn.cursor(db=dbs[PAYLOADS])
-    p_items = payloads.iternext() if payloads.set_range(seq_key(start)) else iter(())
+    erasing = read_int_set(txn, dbs[META], ERASING)
+    p_items = segs.items(start, min(stop, start + limit))
     pkey, pval = next(p_items, _END)
     decode_h, decode_p, current, append = _header_decoder, _payload_decoder, _CURRENT, out.append
     hkey: Any = None
@@ -54,7 +64,10 @@ def scan_range(
             if pkey != hkey and pkey is not None and bytes(pkey) < bytes(hkey):
                 while pkey is not None and bytes(pkey) < bytes(hkey):  # orphan payloads
                     pkey, pval = next(p_items, _END)
-            if pkey == hkey:
+            if pkey == hkey and erasing and header.seq in erasing:
+                pkey, pval = next(p_items, _END)
+                append(RecordedEvent(header, None))
+            elif pkey == hkey:
                 if header.schema_version == current.get(header.type):
                     append(RecordedEvent(header, decode_p(pval[SALT_SIZE:])))
                 else:
@@ -74,7 +87,7 @@ _END: tuple[Any, Any] = (None, None)
 
 
 def scan_stream(
-    txn: Any, dbs: dict[bytes, Any], stream: str, start: int, limit: int
+    txn: Any, dbs: dict[bytes, Any], segs: SegmentReads, stream: str, start: int, limit: int
 ) -> list[RecordedEvent]:
     """Records of one stream from version ``start``, at most ``limit``."""
     out: list[RecordedEvent] = []
@@ -85,7 +98,7 @@ def scan_stream(
     for key, value in cursor.iternext():
         if bytes(key[: len(prefix)]) != prefix:
             break
-        out.append(_record(txn, dbs, seq_of_key(value), check=False))
+        out.append(_record(txn, dbs, segs, seq_of_key(value), check=False))
         if len(out) >= limit:
             break
     return out
@@ -99,15 +112,17 @@ def header_at(txn: Any, dbs: dict[bytes, Any], seq: int) -> Header:
     return decode_header(raw[_PREFIX:], seq)
 
 
-def payloads_at(txn: Any, dbs: dict[bytes, Any], seqs: Sequence[int]) -> list[Event | None]:
+def payloads_at(txn: Any, dbs: dict[bytes, Any], segs: SegmentReads,
+                seqs: Sequence[int]) -> list[Event | None]:
     """The events at ``seqs`` in order; None where erased or absent (no commitment check)."""
-    headers, payloads = txn.cursor(db=dbs[HEADERS]), txn.cursor(db=dbs[PAYLOADS])
+    headers = txn.cursor(db=dbs[HEADERS])
+    erasing = read_int_set(txn, dbs[META], ERASING)
     out: list[Event | None] = []
     for seq in seqs:
         key = seq_key(seq)
-        value = payloads.get(key)
+        value = None if seq < 1 or seq in erasing else segs.get(seq)
         raw = None if value is None else headers.get(key)
-        if raw is None:
+        if value is None or raw is None:
             out.append(None)
             continue
         header = decode_header(raw[_PREFIX:], seq)
@@ -115,12 +130,13 @@ def payloads_at(txn: Any, dbs: dict[bytes, Any], seqs: Sequence[int]) -> list[Ev
     return out
 
 
-def get_record(txn: Any, dbs: dict[bytes, Any], seq: int) -> RecordedEvent:
+def get_record(txn: Any, dbs: dict[bytes, Any], segs: SegmentReads, seq: int) -> RecordedEvent:
     """One record with its payload checked against the commitment."""
-    return _record(txn, dbs, seq, check=True)
+    return _record(txn, dbs, segs, seq, check=True)
 
 
-def _record(txn: Any, dbs: dict[bytes, Any], seq: int, *, check: bool) -> RecordedEvent:
+def _record(txn: Any, dbs: dict[bytes, Any], segs: SegmentReads, seq: int, *,
+            check: bool) -> RecordedEvent:
     key = seq_key(seq)
     raw = txn.get(key, db=dbs[HEADERS])
     if raw is None:
@@ -128,8 +144,8 @@ def _record(txn: Any, dbs: dict[bytes, Any], seq: int, *, check: bool) -> Record
     header = decode_header(raw[_PREFIX:], seq)
     if header.seq != seq:
         raise CorruptionError(f"header stored at seq {seq} names seq {header.seq}", seq=seq)
-    value = txn.get(key, db=dbs[PAYLOADS])
-    if value is None:
+    value = segs.get(seq)
+    if value is None or seq in read_int_set(txn, dbs[META], ERASING):
         return RecordedEvent(header, None)
     if check:
         stored = bytes(raw[HASH_SIZE:_PREFIX])

@@ -6,7 +6,12 @@
 - the stored chain hash equals ``H(previous || header || commitment)``;
 - the payload, when present, matches its salted commitment;
 - a missing payload is named by a later tombstone header (``erases``);
+- no payload exists without a header, up to the head (payloads after the head
+  are appends that never committed: the next append overwrites them);
 - the head in ``meta`` equals the last header and its chain hash.
+
+A payload whose seq is marked ``erasing`` counts as missing (its tombstone is
+committed; the deletion is in progress).
 
 The first bad seq is the smallest seq at which any of these fails.
 """
@@ -17,7 +22,8 @@ from typing import Any
 
 import msgspec
 
-from ._lmdb_layout import HEADERS, META, PAYLOADS, read_head_state, seq_of_key
+from ._lmdb_layout import ERASING, HEADERS, META, HeadState, read_head_state, read_int_set, seq_of_key
+from ._segments import SegmentReads
 from .chain import GENESIS, HASH_SIZE, SALT_SIZE, chain_link, commit
 from .envelope import Header, VerifyResult
 
@@ -71,11 +77,12 @@ class _Walk:
         return True
 
 
-def verify_log(txn: Any, dbs: dict[bytes, Any]) -> VerifyResult:
+def verify_log(txn: Any, dbs: dict[bytes, Any], segs: SegmentReads) -> VerifyResult:
     """Walk every record; see the module docstring for what is checked."""
     walk = _Walk()
-    payloads = txn.cursor(db=dbs[PAYLOADS])
-    p_iter = payloads.iternext() if payloads.first() else iter(())
+    head = read_head_state(txn, dbs[META])
+    erasing = read_int_set(txn, dbs[META], ERASING)
+    p_iter = segs.items(1, max(head.seq, 1))
     pending = next(p_iter, None)
     for hkey, hval in txn.cursor(db=dbs[HEADERS]).iternext():
         seq = seq_of_key(hkey)
@@ -84,25 +91,24 @@ def verify_log(txn: Any, dbs: dict[bytes, Any]) -> VerifyResult:
             pending = next(p_iter, None)
         payload = None
         if pending is not None and seq_of_key(pending[0]) == seq:
-            payload = bytes(pending[1])
+            payload = None if seq in erasing else bytes(pending[1])
             pending = next(p_iter, None)
         if not walk.step(seq, bytes(hval), payload):
             break
-    _check_tail(walk, txn, dbs, pending)
+    if pending is not None and seq_of_key(pending[0]) <= head.seq:
+        walk.fail(seq_of_key(pending[0]), "a payload exists without a header")
+    _check_tail(walk, head)
     return VerifyResult(
         ok=walk.bad_seq is None, events=walk.events, head=walk.expected_seq - 1,
         first_bad_seq=walk.bad_seq, problem=walk.problem, erased=len(walk.missing),
     )
 
 
-def _check_tail(walk: _Walk, txn: Any, dbs: dict[bytes, Any], pending: Any) -> None:
+def _check_tail(walk: _Walk, head: HeadState) -> None:
     for seq in walk.missing:
         if seq not in walk.erased:
             walk.fail(seq, f"the payload of seq {seq} was removed without a tombstone")
             break
-    if pending is not None:
-        walk.fail(seq_of_key(pending[0]), "a payload exists without a header")
-    head = read_head_state(txn, dbs[META])
     last = walk.expected_seq - 1
     if head.seq != last and walk.bad_seq is None:
         walk.fail(min(head.seq, last) + 1, f"the log head says {head.seq} but {last} events exist")

@@ -7,18 +7,22 @@ from hashlib import sha256
 from typing import Any
 
 from ._lmdb_layout import (
+    DIRTY,
+    ERASING,
     EVENT_IDS,
     HEADERS,
     META,
-    PAYLOADS,
     STREAM_INDEX,
     STREAMS,
     HeadState,
     read_head_state,
+    read_int_set,
     seq_key,
     seq_of_key,
     write_head_state,
+    write_int_set,
 )
+from ._segments import Segments
 from .backend import PreparedAppend
 from .chain import HASH_SIZE, SALT_SIZE, new_salts
 from .codec import decode_header, encode_header_fields
@@ -44,15 +48,23 @@ def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, appen
 
 
 class TxnWriter:
-    """Appends prepared requests within one LMDB write transaction."""
+    """Appends prepared requests within one LMDB write transaction.
 
-    def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int]) -> None:
+    Payloads are collected for the segments (:attr:`payloads`), which the
+    caller writes before this transaction commits; erased seqs are marked in
+    ``meta`` for the deletion that follows the commit.
+    """
+
+    def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int],
+                 segments: Segments) -> None:
         self.txn = txn
         self.dbs = dbs
+        self.segments = segments
         self.head: HeadState = read_head_state(txn, dbs[META])
         self.now = max(clock(), self.head.time)
         self.headers = txn.cursor(db=dbs[HEADERS])
-        self.payloads = txn.cursor(db=dbs[PAYLOADS])
+        self.payloads: list[tuple[bytes, bytes]] = []
+        self.erased: set[int] = set()
 
     def apply(self, req: PreparedAppend) -> AppendResult:
         """Append one request (or recognise it as a retry)."""
@@ -65,7 +77,7 @@ class TxnWriter:
         first = self.head.seq + 1
         headers, payloads, ids, index = self._records(req, first, version)
         _put_all(self.headers, headers, f"seq {first} already exists in the log", append=True)
-        _put_all(self.payloads, payloads, f"seq {first} already has a payload", append=True)
+        self.payloads.extend(payloads)
         _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
                  "an event id of this append is already in the log", duplicate=True)
         _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index, "stream index clash")
@@ -76,9 +88,20 @@ class TxnWriter:
             event_ids=req.event_ids, recorded_at=self.now,
         )
 
-    def finish(self) -> None:
-        """Store the new head; call once, before commit."""
-        write_head_state(self.txn, self.dbs[META], self.head)
+    def finish(self, overwritten: set[int]) -> None:
+        """Store the new head and the erasure marks; call once, before commit.
+
+        ``overwritten``: segments where a payload replaced one left by an append
+        that never committed (its bytes stay in freed pages until a purge).
+        """
+        meta = self.dbs[META]
+        write_head_state(self.txn, meta, self.head)
+        if self.erased:
+            erasing = read_int_set(self.txn, meta, ERASING) | self.erased
+            write_int_set(self.txn, meta, ERASING, erasing)
+        dirty = overwritten | {self.segments.index_of(s) for s in self.erased}
+        if dirty:
+            write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)
 
     def _records(self, req: PreparedAppend, first: int, version: int) -> tuple[list[Any], ...]:
         """Encode every record of the request and advance the chain."""
@@ -123,7 +146,7 @@ class TxnWriter:
         for seq in seqs:
             if seq < 1 or seq > self.head.seq:
                 raise InvalidEventError(f"cannot erase seq {seq}: the log head is {self.head.seq}")
-            self.txn.delete(seq_key(seq), db=self.dbs[PAYLOADS])
+            self.erased.add(seq)
 
     def _previous_result(self, req: PreparedAppend) -> AppendResult | None:
         ids_db = self.dbs[EVENT_IDS]

@@ -5,20 +5,30 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ._lmdb_env import SharedEnv, open_shared_env, release_shared_env
-from ._lmdb_layout import DB_NAMES, EVENT_IDS, META, STREAMS, read_head_state, seq_of_key
+from ._lmdb_env import release_shared_env
+from ._lmdb_layout import EVENT_IDS, META, STREAMS, read_head_state, seq_of_key
+from ._lmdb_logenv import (
+    LogEnv,
+    finish_erasures,
+    migrate_payloads,
+    needs_migration,
+    open_log_env,
+)
 from ._lmdb_read import get_record, header_at, payloads_at, scan_range, scan_stream
 from ._lmdb_verify import verify_log
 from ._lmdb_write import TxnWriter
+from ._segments import DEFAULT_SPAN, SegmentReads
 from .backend import PreparedAppend, PurgeReport
 from .envelope import AppendResult, Head, RecordedEvent, VerifyResult
 from .errors import StorageError
 from .events import Event
-from .purge import purge_env
+from .purge import purge_env, purge_log
 
 __all__ = ["LmdbBackend"]
+
+T = TypeVar("T")
 
 _CHUNK = 4096
 
@@ -28,15 +38,27 @@ def _now_us() -> int:
 
 
 class LmdbBackend:
-    """The log in one LMDB environment (see :mod:`eventstore._lmdb_layout`)."""
+    """The log in LMDB: a main environment (see :mod:`eventstore._lmdb_layout`)
+    and payload segments (see :mod:`eventstore._segments`)."""
 
-    def __init__(self, path: Path, *, sync: bool = True, clock: Callable[[], int] = _now_us):
+    def __init__(self, path: Path, *, sync: bool = True, clock: Callable[[], int] = _now_us,
+                 segment_span: int = DEFAULT_SPAN, lock_timeout: float = 30.0):
         self.path = path
         self._clock = clock
-        self._shared: SharedEnv | None = open_shared_env(path, DB_NAMES, sync=sync)
+        self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
+        if needs_migration(self.shared):
+            self._migrate(lock_timeout)
+
+    def _migrate(self, timeout: float) -> None:
+        """Move a format 1 log's payloads into segments, then compact the main
+        environment so that none of their bytes stay behind in it."""
+        with self.shared.lock.exclusive(timeout):
+            moved = needs_migration(self.shared) and migrate_payloads(self.shared) > 0
+        if moved:
+            purge_env(self.shared, timeout)
 
     @property
-    def shared(self) -> SharedEnv:
+    def shared(self) -> LogEnv:
         """The shared environment; raises once closed."""
         if self._shared is None:
             raise StorageError("the event log is closed")
@@ -50,13 +72,22 @@ class LmdbBackend:
 
     def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
         """Append every request in one transaction."""
+        erased = False
+
         def run(txn: Any) -> list[AppendResult]:
-            writer = TxnWriter(txn, self.shared.dbs, self._clock)
+            nonlocal erased
+            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments)
             results = [writer.apply(req) for req in batch]
-            writer.finish()
+            # Payloads are durable before the headers that name them commit.
+            overwritten = self.shared.segments.write(writer.payloads)
+            writer.finish(overwritten)
+            erased = bool(writer.erased)
             return results
 
-        return self.shared.write(run)
+        results = self.shared.write(run)
+        if erased:  # the tombstone is committed: now delete the payloads
+            finish_erasures(self.shared)
+        return results
 
     def read(self, from_seq: int, to_seq: int | None) -> Iterator[RecordedEvent]:
         """Stream records in seq order, a chunk per read transaction."""
@@ -80,15 +111,23 @@ class LmdbBackend:
             start = chunk[-1].header.version + 1
 
     def _chunk(self, scan: Callable[..., list[RecordedEvent]], *args: Any) -> list[RecordedEvent]:
-        return self.shared.read(lambda txn: scan(txn, self.shared.dbs, *args))
+        return self._read(lambda txn, segs: scan(txn, self.shared.dbs, segs, *args))
+
+    def _read(self, fn: Callable[[Any, SegmentReads], T]) -> T:
+        """``fn(main txn, segment reads)`` in one read operation."""
+        def run(txn: Any) -> T:
+            with SegmentReads(self.shared.segments) as segs:
+                return fn(txn, segs)
+
+        return self.shared.read(run)
 
     def get(self, seq: int) -> RecordedEvent:
         """One record, its payload checked against its commitment."""
-        return self.shared.read(lambda txn: get_record(txn, self.shared.dbs, seq))
+        return self._read(lambda txn, segs: get_record(txn, self.shared.dbs, segs, seq))
 
     def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
         """The events at ``seqs`` in order (None where erased or absent)."""
-        return self.shared.read(lambda txn: payloads_at(txn, self.shared.dbs, seqs))
+        return self._read(lambda txn, segs: payloads_at(txn, self.shared.dbs, segs, seqs))
 
     def stream_version(self, stream: str) -> int:
         """The stream's last version (0 when it does not exist)."""
@@ -130,8 +169,15 @@ class LmdbBackend:
 
     def verify(self) -> VerifyResult:
         """Walk the whole chain in one read transaction."""
-        return self.shared.read(lambda txn: verify_log(txn, self.shared.dbs))
+        result = self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
+        if result.ok:
+            return result
+        # An erase whose tombstone committed after this walk began may have
+        # deleted a payload the walk then missed: a failure is confirmed by a
+        # second walk, which sees that tombstone.
+        return self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
 
     def purge(self, timeout: float) -> PurgeReport:
-        """Compacting copy, swap, zero-fill (see :mod:`eventstore.purge`)."""
-        return purge_env(self.shared, timeout)
+        """Rewrite the payload segments that held erased payloads (compacting
+        copy, swap, zero-fill; see :mod:`eventstore.purge`)."""
+        return purge_log(self.shared, timeout)

@@ -14,6 +14,7 @@ from typing import Self
 
 import msgspec
 
+from ._segments import DEFAULT_SPAN
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import validate_payload
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
@@ -35,6 +36,7 @@ class LogSettings(msgspec.Struct, frozen=True):
     max_payload_bytes: int = 1 << 20
     sync: bool = True
     purge_lock_timeout: float = 30.0
+    segment_span: int = DEFAULT_SPAN  # seqs per payload segment, fixed when a log is created
 
 
 class EventLog:
@@ -53,7 +55,9 @@ class EventLog:
     def open(cls, path: str | os.PathLike[str], settings: LogSettings | None = None) -> Self:
         """Open (creating if missing) the LMDB log in directory ``path``."""
         settings = settings or LogSettings()
-        return cls(LmdbBackend(Path(path), sync=settings.sync), settings)
+        backend = LmdbBackend(Path(path), sync=settings.sync, segment_span=settings.segment_span,
+                              lock_timeout=settings.purge_lock_timeout)
+        return cls(backend, settings)
 
     def __enter__(self) -> Self:
         return self

@@ -1,18 +1,24 @@
-"""Physical purge of an LMDB environment.
+"""Physical purge of LMDB environments.
 
 Deleting or overwriting an LMDB value leaves its old bytes in freed pages for
 an unbounded number of commits; only a compacting copy is clean. So a purge:
 
 1. takes the maintenance lock exclusive (in-flight operations of every process
    finish first; new ones wait);
-2. makes a compacting copy beside the environment and fsyncs it;
-3. closes this process's environment; other processes reopen on their next
-   operation because the generation changes;
-4. swaps the copy in with ``os.replace`` and fsyncs the directory;
-5. zero-fills the old file through a descriptor held across the swap, fsyncs
-   it and closes it (the rename already unlinked it);
-6. removes the old lock file (it holds reader slots, no content) and bumps
-   the generation.
+2. makes a compacting copy of each environment to rewrite, beside it, and
+   fsyncs it;
+3. closes this process's environments;
+4. swaps each copy in with ``os.replace`` and fsyncs the directory, keeping a
+   descriptor on the old file;
+5. bumps the generation, so every other process reopens the new files before
+   its next operation (they cannot be inside one: the lock is exclusive);
+6. zero-fills each old file through its descriptor, fsyncs it and closes it
+   (the rename already unlinked it), and removes the old lock file (it holds
+   reader slots, no content).
+
+:func:`purge_env` rewrites one whole environment (the views). :func:`purge_log`
+rewrites only the log's payload segments that held erased payloads: the log's
+main environment never holds content.
 """
 
 from __future__ import annotations
@@ -20,57 +26,127 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import lmdb
 
 from ._fs import ensure_private_dir, fsync_dir, wipe_fd, wipe_tree, write_int_file
 from ._lmdb_env import SharedEnv
+from ._lmdb_layout import DIRTY, META, read_head_state, read_int_set, write_int_set
+from ._lmdb_logenv import LogEnv, finish_erasures
 from .backend import PurgeReport
 from .errors import StorageError
 
-__all__ = ["purge_env"]
+__all__ = ["purge_env", "purge_log"]
+
+
+class _Swap:
+    """Rewrites of one purge: old descriptors to wipe once the generation moved."""
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
+        self.old_fds: list[int] = []
+        self.before = 0
+        self.wiped = 0
+
+    def rewrite(self, env: Any, dbs: Sequence[Any], directory: Path, close: Any) -> None:
+        """Compacting copy of ``env`` (in ``directory``), close it, swap the copy in."""
+        data = directory / "data.mdb"
+        self.before += data.stat().st_size
+        scratch = directory / f".compact-{secrets.token_hex(6)}"
+        try:
+            _compact_copy(env, dbs, scratch)
+            close()
+            old_fd = os.open(data, os.O_RDWR)
+            self.old_fds.append(old_fd)
+            os.replace(scratch / "data.mdb", data)
+            # The lock file holds reader slots, never content; other processes may
+            # still map it until they reopen, so it is unlinked rather than zeroed.
+            (directory / "lock.mdb").unlink(missing_ok=True)
+            fsync_dir(directory)
+        finally:
+            wipe_tree(scratch)
+        self.files.append(data)
+
+    def wipe(self) -> None:
+        """Zero-fill and close every old file."""
+        for fd in self.old_fds:
+            try:
+                self.wiped += wipe_fd(fd)
+            finally:
+                os.close(fd)
+
+    def report(self, generation: int, started: float) -> PurgeReport:
+        return PurgeReport(
+            files_rewritten=tuple(str(f) for f in self.files), bytes_before=self.before,
+            bytes_after=sum(f.stat().st_size for f in self.files), bytes_wiped=self.wiped,
+            generation=generation, seconds=time.perf_counter() - started,
+        )
 
 
 def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
     """Rewrite ``shared``'s data file without stale bytes; see the module doc."""
     started = time.perf_counter()
+    swap = _Swap()
     with shared.lock.exclusive(timeout):
-        data = shared.path / "data.mdb"
-        before = data.stat().st_size
-        scratch = shared.path / f".compact-{secrets.token_hex(6)}"
-        try:
-            _compact_copy(shared, scratch)
-            wiped = _swap(shared, scratch / "data.mdb", data)
-        finally:
-            wipe_tree(scratch)
-        generation = shared.generation + 1
-        write_int_file(shared.path / "generation", generation)
-        shared.reopen()
-    return PurgeReport(
-        files_rewritten=(str(data),), bytes_before=before, bytes_after=data.stat().st_size,
-        bytes_wiped=wiped, generation=generation, seconds=time.perf_counter() - started,
-    )
+        if shared.env is None:
+            shared.reopen()
+        swap.rewrite(shared.env, list(shared.dbs.values()), shared.path, shared.close_env)
+        generation = _next_generation(shared)
+        swap.wipe()
+    return swap.report(generation, started)
 
 
-def _compact_copy(shared: SharedEnv, scratch: Path) -> None:
+def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
+    """Finish pending erasures, drop payloads of appends that never committed,
+    and rewrite every payload segment holding freed payload bytes."""
+    started = time.perf_counter()
+    swap = _Swap()
+    with shared.lock.exclusive(timeout):
+        if shared.env is None:
+            shared.reopen()
+        finish_erasures(shared)
+        head = shared.read(lambda txn: read_head_state(txn, shared.dbs[META]).seq)
+        dirty = shared.read(lambda txn: read_int_set(txn, shared.dbs[META], DIRTY))
+        dirty |= shared.segments.drop_after(head)
+        segments = shared.segments
+        for index in sorted(dirty):
+            env = segments.env(index)
+            if env is not None:
+                swap.rewrite(env, [None], segments.path(index),
+                             lambda i=index: segments.close(i))
+        shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
+        generation = _next_generation(shared)
+        swap.wipe()
+    return swap.report(generation, started)
+
+
+def _next_generation(shared: SharedEnv) -> int:
+    """Bump the generation file and reopen this process's environment."""
+    generation = shared.generation + 1
+    write_int_file(shared.path / "generation", generation)
+    shared.reopen()
+    return generation
+
+
+def _compact_copy(env: Any, dbs: Sequence[Any], scratch: Path) -> None:
     ensure_private_dir(scratch)
-    if shared.env is None:
-        shared.reopen()
     try:
-        if _mostly_overflow(shared):
+        if _mostly_overflow(env, dbs):
             # LMDB's compacting copy to a path writes every multi-page value with a
             # synchronous direct write (measured here: 36 s per GiB of 4 KiB values);
             # copying through a descriptor avoids that.
             fd = os.open(scratch / "data.mdb", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                shared.env.copyfd(fd, compact=True)
+                env.copyfd(fd, compact=True)
             finally:
                 os.close(fd)
         else:
-            shared.env.copy(str(scratch), compact=True)
+            env.copy(str(scratch), compact=True)
     except lmdb.Error as exc:
-        raise StorageError(f"compacting copy of {shared.path} failed: {exc}") from None
+        raise StorageError(f"compacting copy of {scratch.parent} failed: {exc}") from None
     fd = os.open(scratch / "data.mdb", os.O_RDWR)
     try:
         os.fchmod(fd, 0o600)
@@ -79,26 +155,10 @@ def _compact_copy(shared: SharedEnv, scratch: Path) -> None:
         os.close(fd)
 
 
-def _mostly_overflow(shared: SharedEnv) -> bool:
-    """True when over 10 % of the used pages hold values larger than a page."""
-    with shared.env.begin() as txn:
-        overflow = sum(txn.stat(db)["overflow_pages"] for db in shared.dbs.values())
-    used = shared.env.info()["last_pgno"] + 1
+def _mostly_overflow(env: Any, dbs: Sequence[Any]) -> bool:
+    """True when over 10 % of the used pages hold values larger than a page
+    (``None`` in ``dbs`` stands for the unnamed database)."""
+    with env.begin() as txn:
+        overflow = sum((env.stat() if db is None else txn.stat(db))["overflow_pages"] for db in dbs)
+    used = env.info()["last_pgno"] + 1
     return bool(overflow * 10 > used)
-
-
-def _swap(shared: SharedEnv, copy: Path, data: Path) -> int:
-    """Swap ``copy`` in for ``data``; zero-fill the old file and lock file."""
-    shared.close_env()
-    old_fd = os.open(data, os.O_RDWR)
-    try:
-        os.replace(copy, data)
-        fsync_dir(shared.path)
-        wiped = wipe_fd(old_fd)
-    finally:
-        os.close(old_fd)
-    # The lock file holds reader slots, never content; other processes may
-    # still map it until they reopen, so it is unlinked rather than zeroed.
-    (shared.path / "lock.mdb").unlink(missing_ok=True)
-    fsync_dir(shared.path)
-    return wiped

@@ -48,7 +48,7 @@ def test_audit_verify_ok_and_tampered(store: Path) -> None:
     code, out, _ = run(store, "--json", "audit", "verify")
     assert code == 0 and json.loads(out) == {"ok": True, "events": 6, "head": 6,
                                                "first_bad_seq": None, "problem": None}
-    data_file = store / "log" / "data.mdb"
+    data_file = store / "log" / "seg-000000" / "data.mdb"  # payloads live in segments
     blob = bytearray(data_file.read_bytes())
     at = blob.find(b"note 3")
     while at != -1:

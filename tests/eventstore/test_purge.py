@@ -56,19 +56,22 @@ def test_purge_removes_every_byte_of_erased_payloads(log_dir: Path) -> None:
     assert scan_dir(log_dir, needles) == {}
     assert report.bytes_wiped >= report.bytes_after > 0
     assert sorted(p.name for p in log_dir.iterdir()) == [
-        "data.mdb", "generation", "lock.mdb", "maint.lock"
+        "data.mdb", "generation", "lock.mdb", "maint.lock", "seg-000000"
     ]
+    assert {p.name for p in (log_dir / "seg-000000").iterdir()} <= {"data.mdb", "lock.mdb"}
 
 
 def test_files_are_private(log_dir: Path) -> None:
-    """The log directory is 0700 and its files 0600, also after a purge."""
+    """The log's directories are 0700 and its files 0600, also after a purge."""
     seqs = marked_log(log_dir, ["x"], filler=1)
     with EventLog.open(log_dir) as log:
         erase(log, seqs)
         log.purge()
+        assert log.get(seqs[0]).event is None  # reopens the segment after the purge
     assert log_dir.stat().st_mode & 0o777 == 0o700
-    for path in log_dir.iterdir():
-        assert path.stat().st_mode & 0o777 == 0o600, path.name
+    for path in log_dir.rglob("*"):
+        mode = 0o700 if path.is_dir() else 0o600
+        assert path.stat().st_mode & 0o777 == mode, path.name
 
 
 _HOLDER = textwrap.dedent("""

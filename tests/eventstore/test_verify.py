@@ -10,7 +10,7 @@ from eventstore import CorruptionError, EntriesDeleted, EventLog
 from eventstore._lmdb_layout import HEADERS, META, PAYLOADS
 
 from .contract import entry
-from .tamper import flip, get_value, put_value, raw_env
+from .tamper import flip, get_value, put_value, raw_env, segment_dir
 
 TARGET = 3
 
@@ -87,9 +87,9 @@ def test_head_hash_tampering_is_caught(log_dir: Path) -> None:
 
 
 def test_byte_flipped_in_the_file_is_caught(log_dir: Path) -> None:
-    """Flipping one byte of a payload inside data.mdb fails verify at that seq."""
+    """Flipping one byte of a payload inside its segment's data.mdb fails verify at that seq."""
     build(log_dir)
-    data_file = log_dir / "data.mdb"
+    data_file = segment_dir(log_dir, TARGET) / "data.mdb"
     blob = bytearray(data_file.read_bytes())
     needle = b"some content 2"  # entry(2) is at seq 3
     at = blob.find(needle)
