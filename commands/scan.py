@@ -3,6 +3,13 @@
 Used after a purge with the deleted content as needles (held in memory only).
 Files are searched whole (large ones through a read-only map), so a needle is
 found wherever it lies.
+
+A purge scans every file except the stores that by construction never held
+the deleted entries (:func:`purge_scope`): the payload segments it did not
+rewrite (a payload is written to the one segment of its seq) and the search
+shards it did not rebuild (an entry is indexed in the one shard of its id).
+Everything else is scanned, the log's main environment and the views
+included, although they are meant to hold no entry content at all.
 """
 
 from __future__ import annotations
@@ -10,10 +17,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["scan_needles", "scan_tree"]
+__all__ = ["purge_scope", "scan_needles", "scan_tree"]
 
 _PER_PATTERN = 400
 _FIND_MAX = 2  # up to this many needles, search for each; beyond, one regex of all
@@ -26,8 +33,28 @@ def scan_tree(root: Path, needles: Iterable[bytes]) -> tuple[dict[str, int], int
     return files, scanned
 
 
-def scan_needles(root: Path, needles: Iterable[bytes]) -> tuple[dict[str, int], int, set[bytes]]:
-    """Like :func:`scan_tree`, plus which needles were found."""
+def purge_scope(rewritten: Iterable[str]) -> Callable[[Path], bool]:
+    """A filter of the files a purge's scan reads, given the files and shard
+    links it rewrote: everything but untouched payload segments and shards."""
+    paths = [Path(p) for p in rewritten]
+    segments = {p.parent.name for p in paths if p.parent.name.startswith("seg-")}
+    shards = {p.name for p in paths if p.name.startswith("shard-")}
+
+    def in_scope(path: Path) -> bool:
+        parent = path.parent.name
+        if parent.startswith("seg-") and path.parent.parent.name == "log":
+            return parent in segments
+        if parent.startswith("shard-") and path.parent.parent.name == "search":
+            return parent.split(".")[0] in shards
+        return True
+
+    return in_scope
+
+
+def scan_needles(root: Path, needles: Iterable[bytes], scope: Callable[[Path], bool] | None = None
+                 ) -> tuple[dict[str, int], int, set[bytes]]:
+    """Like :func:`scan_tree`, plus which needles were found; with ``scope``,
+    only the files it accepts are read."""
     wanted = sorted(set(needles), key=len, reverse=True)
     patterns = [re.compile(b"|".join(re.escape(n) for n in wanted[i : i + _PER_PATTERN]))
                 for i in range(0, len(wanted), _PER_PATTERN)]
@@ -35,6 +62,8 @@ def scan_needles(root: Path, needles: Iterable[bytes]) -> tuple[dict[str, int], 
     which: set[bytes] = set()
     scanned = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        if scope is not None and not scope(path):
+            continue
         hits, size = _scan_file(path, wanted, patterns, which)
         scanned += size
         if hits:
