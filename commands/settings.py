@@ -34,7 +34,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     redaction_patterns: tuple[str, ...] = ("email", "api_key", "password")
     custom_redactions: dict[str, str] = {}
     record_access: bool = True
-    search_shards: int = 8
+    search_shards: int = 16
     context_budget_tokens: int = 2000
     max_context_messages: int = 20
     max_user_memories: int = 50

@@ -119,7 +119,7 @@ def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()

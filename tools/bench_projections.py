@@ -457,7 +457,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=200_000, help="corpus entries in the log")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--queries", type=int, default=1000, help="search queries (>= 1000 advised)")
-    parser.add_argument("--shards", type=int, default=8, help="search shards of the projection")
+    parser.add_argument("--shards", type=int, default=16, help="search shards of the projection")
     parser.add_argument("--fts5-queries", type=int, default=200,
                         help="how many of the queries also run on FTS5 (evenly spaced)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per throughput; best is kept")
