@@ -41,7 +41,8 @@ Progress = Callable[[int], None]
 # The projections' on-disk layout; a directory marked otherwise is rebuilt on open.
 # 2: the views' by_hash index, and search shards by crc32 range.
 # 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
-LAYOUT = "3"
+# 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
+LAYOUT = "4"
 
 
 class Projections:
@@ -78,7 +79,7 @@ class Projections:
         outdated = not fresh and _layout(root) != self._layout_mark
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
-        self.views = ViewStore(root / "views", sync=False)
+        self.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
         self._indexed_head = -1
         self._views_at = -1
         self.search_index = SearchIndex(root / "search", self.shards)
@@ -243,7 +244,8 @@ class Projections:
         fresh._views_at = -1
         (self.data_dir / target).mkdir(mode=0o700)
         _mark_layout(self.data_dir / target, self._layout_mark)
-        fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
+        fresh.views = ViewStore(self.data_dir / target / "views", sync=False,
+                                events_at=self.log.events_at)
         fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
         try:
             fresh._catch_up_views(head, progress)

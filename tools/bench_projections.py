@@ -152,7 +152,7 @@ def scan_decode(elog: EventLog) -> tuple[float, int]:
 def views_replay(path: Path, elog: EventLog, map_size: int | None,
                  until: int | None = None) -> tuple[float, dict[str, int]]:
     """Apply the log to fresh views (sync off, one sync at the end); (seconds, counters)."""
-    store = ViewStore(path, sync=False)
+    store = ViewStore(path, sync=False, events_at=elog.events_at)
     try:
         if map_size is not None:
             store.shared.env.set_mapsize(map_size)
