@@ -201,24 +201,30 @@ class Projections:
 
     # -- physical purge -----------------------------------------------------
 
-    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0) -> PurgeSplit:
-        """Rewrite the views and the search shards holding ``entry_ids`` without
-        stale bytes; retire leftover projection directories.
+    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool) -> PurgeSplit:
+        """Rewrite the search shards holding ``entry_ids`` and, with ``views``,
+        the views without stale bytes; retire leftover projection directories.
 
-        The caller catches up first (:meth:`catch_up` with ``search=True``);
-        this method does not touch the log, so the log's purge can run beside it.
+        The views hold no entry content, so a purge of entries alone leaves them
+        as they are (``views_seconds`` is then 0); memory values and session
+        metadata live there, so a purge of those asks for ``views``.
+
+        The caller catches up first (:meth:`catch_up` with ``search=True``).
+        The log's purge can run beside this one: the shard rebuild reads entries
+        from the log only through short ``events_at`` reads.
         """
         assert self.views is not None and self.search_index is not None
         started = time.perf_counter()
-        report = purge_env(self.views.shared, timeout)
-        views_s = time.perf_counter() - started
+        rewritten: list[str] = []
+        if views:
+            rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
+        views_s = time.perf_counter() - started if views else 0.0
         index = self.search_index
         shards = sorted({index.shard_of(eid) for eid in entry_ids})
-        rewritten = [str(p) for p in report.files_rewritten]
         with index.lock.exclusive(timeout):
             for n in shards:
-                with self.views.read() as views:  # documents and checkpoint from one snapshot
-                    old = index.shards[n].rebuild(_shard_docs(views, index, n), views.checkpoint())
+                with self.views.read() as reader:  # documents and checkpoint from one snapshot
+                    old = index.shards[n].rebuild(_shard_docs(reader, index, n), reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
                 wipe_tree(old)
         for path in self.data_dir.glob("proj-*"):
