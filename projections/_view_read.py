@@ -222,10 +222,10 @@ class ViewReader:
             return [None if s is None or s.state not in _SHOWN else
                     RankInputs(s.entry_id, s.kind, entry_importance(s), s.occurred_at)
                     for s in self._stored_at(seqs)]
-        by_seq = self.txn.cursor(db=self.dbs[b"by_seq"])
+        get = self.txn.cursor(db=self.dbs[b"by_seq"]).get
         out: list[RankInputs | None] = []
         for seq in seqs:
-            value = by_seq.get(u64(seq))
+            value = get(u64(seq))
             out.append(None if value is None else RankInputs(*parse_rank_value(value)))
         return out
 

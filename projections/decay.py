@@ -79,5 +79,9 @@ def access_score(last_access: int, now: int) -> float:
 
 def relevance(text: float, time: float, importance: float, access: float) -> float:
     """The weighted sum of the four components, each in [0, 1]."""
-    return (WEIGHTS["text"] * text + WEIGHTS["time"] * time
-            + WEIGHTS["importance"] * importance + WEIGHTS["access"] * access)
+    return _W_TEXT * text + _W_TIME * time + _W_IMPORTANCE * importance + _W_ACCESS * access
+
+
+# The weights as constants: relevance is computed for every search candidate.
+_W_TEXT, _W_TIME, _W_IMPORTANCE, _W_ACCESS = (
+    WEIGHTS["text"], WEIGHTS["time"], WEIGHTS["importance"], WEIGHTS["access"])

@@ -151,11 +151,10 @@ def entry_view(stored: StoredEntry, source: Event | None) -> EntryView:
         entry = None
     elif stored.changes is not None:
         entry = apply_changes(entry, stored.changes)
-    return EntryView(
-        entry_id=stored.entry_id, kind=stored.kind, state=stored.state, entry=entry,
-        recorded_seq=stored.recorded_seq, recorded_at=stored.recorded_at,
-        changed_seq=stored.changed_seq, session_id=stored.session_id, user_id=stored.user_id,
-        occurred_at=stored.occurred_at, deleted=stored.deleted, redacted=stored.redacted,
+    return EntryView(  # positional (the field order of EntryView): many are built per read
+        stored.entry_id, stored.kind, stored.state, entry, stored.recorded_seq, stored.recorded_at,
+        stored.changed_seq, stored.session_id, stored.user_id, stored.occurred_at, stored.deleted,
+        stored.redacted,
     )
 
 
