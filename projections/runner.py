@@ -224,7 +224,7 @@ class Projections:
         with index.lock.exclusive(timeout):
             for n in shards:
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    old = index.shards[n].rebuild(_shard_docs(reader, index, n), reader.checkpoint())
+                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
                 wipe_tree(old)
         for path in self.data_dir.glob("proj-*"):
