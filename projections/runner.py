@@ -292,7 +292,8 @@ class PurgeSplit(NamedTuple):
 
 
 def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
-    """The documents shard ``shard`` must hold, rebuilt from the views."""
+    """The documents shard ``shard`` must hold: its entries from the views, their
+    text from the log (resolved in chunks)."""
     for view in views.latest_entries_by_hash(*index.hash_range(shard)):
         if view.entry is None:
             continue

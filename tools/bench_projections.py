@@ -10,7 +10,7 @@ Usage::
 It writes a deterministic corpus log of N entries (``tools/corpus.py``: Zipf
 words, six kinds, 200 sessions) and measures, in one run:
 
-(a) replay into views: ``ViewStore(fresh dir, sync=False).apply(...)`` over the log
+(a) replay into views: ``ViewStore(fresh dir, sync=False, events_at=...).apply(...)`` over the log
     (one transaction), then one ``env.sync``; the anchor is a scan + decode of
     the same log (``log.read()``, touching every event), interleaved with it;
 (b) full rebuild including search: ``Projections(fresh dir, log).replay()``
