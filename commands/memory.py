@@ -322,8 +322,8 @@ class MemoryLog(Writer, PrivacyAPI):
         query = self.search_query(text, kinds, session_id, agent_ids, user_id, tags, since, until, limit,
                             sort, min_relevance)
         with self._reader(search=True) as views:
-            if not include_archived and session_id is None:
-                query = msgspec.structs.replace(query, exclude_sessions=views.archived_sessions())
+            if not include_archived and session_id is None and (archived := views.archived_sessions()):
+                query = msgspec.structs.replace(query, exclude_sessions=archived)
             results = find(self.proj, views, query, None, now_micros())
         if results and (self.settings.record_access if record_access is None else record_access):
             ids = tuple(r.id for r in results)

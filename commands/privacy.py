@@ -214,12 +214,12 @@ def run_deletion(mem: MemoryLog, criteria: DeletionCriteria, reason: str, reques
                             pending=True)
     if defer:
         return report
-    return finish_purge(mem, report, [request_id], ids, sel.needles)
+    return finish_purge(mem, report, [request_id], ids, sel.needles, views=_in_views(counts))
 
 
 def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
-                 entry_ids: Iterable[str], needles: set[bytes]) -> DeletionReport:
-    """Purge log, views and shards; scan; record ``purge.completed``."""
+                 entry_ids: Iterable[str], needles: set[bytes], *, views: bool) -> DeletionReport:
+    """Purge log and shards (and with ``views`` the views); scan; record ``purge.completed``."""
     started = time.perf_counter()
     head_before = mem.log.head()
     # The projections read the log only to catch up; after that the log's
@@ -228,7 +228,7 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
     mem.proj.catch_up(search=True)
     with ThreadPoolExecutor(1, thread_name_prefix="memlog-purge") as pool:
         log_job = pool.submit(_timed_log_purge, mem)
-        split = mem.proj.purge(entry_ids, mem.log.settings.purge_lock_timeout)
+        split = mem.proj.purge(entry_ids, mem.log.settings.purge_lock_timeout, views=views)
         log_report, log_s = log_job.result()
     scan_started = time.perf_counter()
     _, scanned, found = scan_needles(mem.data_dir, needles)
@@ -255,6 +255,12 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
         seconds={"log_compact_s": round(log_s, 6), "views_compact_s": round(split.views_seconds, 6),
                  "index_rebuild_s": round(split.search_seconds, 6), "verify_s": round(verify_s, 6),
                  "total_s": round(total, 6)})
+
+
+def _in_views(kinds: Iterable[str]) -> bool:
+    """Whether purged items of these kinds leave content in the views: memory
+    values and session metadata live there; entries are read from the log."""
+    return any(kind in ("memory", "session") for kind in kinds)
 
 
 def _timed_log_purge(mem: MemoryLog) -> tuple[PurgeReport, float]:
@@ -286,7 +292,8 @@ def purge_pending(mem: MemoryLog) -> DeletionReport | None:
     seqs = tuple(sorted({s for d in pending for s in d.erased_seqs}))
     report = DeletionReport(request_id=pending[-1].request_id, deleted=len(ids), ids=ids, purged=False,
                             seq=mem.log.head().seq, erased_seqs=seqs, pending=True)
-    return finish_purge(mem, report, [d.request_id for d in pending], ids, set())
+    return finish_purge(mem, report, [d.request_id for d in pending], ids, set(),
+                        views=_in_views(k for d in pending for k in d.counts_by_kind))
 
 
 def run_redaction(mem: MemoryLog, entry_id: str, redactor: Redactor, reason: str,
@@ -315,7 +322,7 @@ def run_redaction(mem: MemoryLog, entry_id: str, redactor: Redactor, reason: str
                             pending=True)
     if defer:
         return report
-    return finish_purge(mem, report, [], [entry_id], needles.needles)
+    return finish_purge(mem, report, [], [entry_id], needles.needles, views=False)
 
 
 def _texts(view: EntryView) -> list[str]:

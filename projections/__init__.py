@@ -18,6 +18,7 @@ from .models import (
     RedactionInfo,
     SessionStats,
     SessionView,
+    StoredEntry,
     TombstoneInfo,
 )
 from .query import SearchHit, SearchQuery, run_search, score, tokens
@@ -42,6 +43,7 @@ __all__ = [
     "SearchQuery",
     "SessionStats",
     "SessionView",
+    "StoredEntry",
     "TombstoneInfo",
     "ViewReader",
     "ViewStore",

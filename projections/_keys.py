@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from eventstore import ENTRY_KINDS, EntryRecorded
+from eventstore import ENTRY_KINDS
 
 __all__ = [
     "MAX_SEQ",
@@ -51,9 +51,9 @@ _RANK = struct.Struct(">Bdq")  # kind code, importance, occurred_at
 _KIND_CODES = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
 
 
-def rank_value(entry: EntryRecorded, importance: float) -> bytes:
+def rank_value(kind: str, importance: float, occurred_at: int, entry_id: str) -> bytes:
     """Value of ``by_seq``: kind code | importance | occurred_at | entry id."""
-    return _RANK.pack(_KIND_CODES[entry.kind], importance, entry.occurred_at) + entry.entry_id.encode()
+    return _RANK.pack(_KIND_CODES[kind], importance, occurred_at) + entry_id.encode()
 
 
 def parse_rank_value(raw: bytes | memoryview) -> tuple[str, str, float, int]:

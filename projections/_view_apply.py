@@ -3,6 +3,11 @@
 The writer routes each record to the pure reducers of :mod:`projections.reducers`
 and stores what they return. Session statistics and global counters are kept
 in memory for the batch and written once at :meth:`ViewWriter.finish`.
+
+Entries are stored without content (:class:`StoredEntry`). The writer never
+reads the log: what it needs of an entry (kind, size, importance, level, ids,
+times) is in the record it applies or in the stored version, so live state
+equals a replay even after a payload is erased.
 """
 
 from __future__ import annotations
@@ -51,17 +56,17 @@ from .decay import entry_importance
 from .models import (
     AccessView,
     DeletionRecord,
-    EntryView,
     MemoryView,
     SessionStats,
     SessionView,
+    StoredEntry,
     TombstoneInfo,
 )
 
 __all__ = ["ViewWriter"]
 
 _enc = msgspec.msgpack.Encoder()
-_entry = msgspec.msgpack.Decoder(EntryView).decode
+_entry = msgspec.msgpack.Decoder(StoredEntry).decode
 _session = msgspec.msgpack.Decoder(SessionView).decode
 _memory = msgspec.msgpack.Decoder(MemoryView).decode
 _access = msgspec.msgpack.Decoder(AccessView).decode
@@ -84,7 +89,7 @@ class ViewWriter:
     def put(self, db: bytes, key: bytes, value: object) -> None:
         self.txn.put(key, _enc.encode(value), db=self.dbs[db])
 
-    def current_entry(self, entry_id: str) -> EntryView | None:
+    def current_entry(self, entry_id: str) -> StoredEntry | None:
         raw = latest_version(self.txn, self.dbs[b"entries"], entry_id, None)
         return None if raw is None else _entry(raw)
 
@@ -93,9 +98,9 @@ class ViewWriter:
         stats = SessionStats()
         prefix = session_id.encode() + SEP
         for key, _ in prefix_items(self.txn, self.dbs[b"by_session"], prefix):
-            view = self.current_entry(key[len(prefix) + 9 :].decode())
-            if view is not None and view.entry is not None and view.state in ("live", "redacted"):
-                stats = r.stats_added(stats, view.entry, view.recorded_at)
+            stored = self.current_entry(key[len(prefix) + 9 :].decode())
+            if stored is not None and stored.state in ("live", "redacted"):
+                stats = r.stats_added(stats, stored)
         return stats
 
     def count(self, name: str, delta: int = 1) -> None:
@@ -176,23 +181,23 @@ class ViewWriter:
         eid = event.entry_id
         if has_versions(self.txn, self.dbs[b"entries"], eid):
             return  # an entry id is recorded once; a repeat is ignored, deterministically
-        self.put(b"entries", version_key(eid, rec.seq), r.entry_recorded(rec, event))
-        self._index(event, rec.seq)
+        stored = r.entry_recorded(rec, event)
+        self.put(b"entries", version_key(eid, rec.seq), stored)
+        self._index(stored, event.derived_from)
         if event.session_id:
             sid = event.session_id
-            self.session_stats[sid] = r.stats_added(self.stats_of(sid), event, rec.recorded_at)
+            self.session_stats[sid] = r.stats_added(self.stats_of(sid), stored)
         self.count(f"kind:{event.kind}")
         self.count("entries")
 
     def _entry_update(self, entry_id: str, fn: Any) -> None:
         prev = self.current_entry(entry_id)
-        if prev is None or prev.entry is None:
+        if prev is None or not prev.source_seq:
             return
-        new: EntryView = fn(prev)
+        new: StoredEntry = fn(prev)
         self.put(b"entries", version_key(entry_id, new.changed_seq), new)
-        if new.entry is not None and new.state in ("live", "redacted"):  # importance may change
-            self.txn.put(u64(new.recorded_seq), rank_value(new.entry, entry_importance(new.entry)),
-                         db=self.dbs[b"by_seq"])
+        if new.state in ("live", "redacted"):  # importance may change
+            self.txn.put(u64(new.recorded_seq), _rank(new), db=self.dbs[b"by_seq"])
 
     def _entries_deleted(self, rec: RecordedEvent, event: EntriesDeleted) -> None:
         record = self._ledger(event.request_id, lambda d: r.deletion_done(d, rec, event))
@@ -223,13 +228,13 @@ class ViewWriter:
                 self._uncount(last)
         self.put(b"deleted", ref.entry_id.encode(), r.entry_deleted(ref, tomb))
 
-    def _uncount(self, view: EntryView) -> None:
-        if view.session_id:
+    def _uncount(self, stored: StoredEntry) -> None:
+        if stored.session_id:
             # Removing an entry can lower last_activity, which no increment can
             # undo: the session's statistics are recomputed at the end of the batch.
-            self.recompute.add(view.session_id)
+            self.recompute.add(stored.session_id)
         self.count("entries", -1)
-        self.count(f"kind:{view.kind}", -1)
+        self.count(f"kind:{stored.kind}", -1)
 
     def _entry_redacted(self, rec: RecordedEvent, event: EntryRedacted) -> None:
         """Replace every version by the redacted entry (the removed text never shows)."""
@@ -245,34 +250,34 @@ class ViewWriter:
             if last.state in ("live", "redacted"):
                 self._uncount(last)
         entry = event.redacted
-        self.put(b"entries", version_key(event.entry_id, event.target_seq),
-                 r.entry_redacted(rec, event, entry, event.target_seq))
+        first = r.entry_redacted(rec, event, entry, event.target_seq)
+        self.put(b"entries", version_key(event.entry_id, event.target_seq), first)
         self.put(b"entries", version_key(event.entry_id, rec.seq),
                  r.entry_redacted(rec, event, entry, rec.seq))
-        self._index(entry, event.target_seq)
+        self._index(first, entry.derived_from)
         if entry.session_id:
             sid = entry.session_id
-            self.session_stats[sid] = r.stats_added(self.stats_of(sid), entry, rec.recorded_at)
+            self.session_stats[sid] = r.stats_added(self.stats_of(sid), first)
         self.count("entries")
         self.count(f"kind:{entry.kind}")
 
-    def _index(self, event: EntryRecorded, seq: int) -> None:
-        sid = event.session_id or ""
-        eid = event.entry_id
-        self.txn.put(u64(seq), rank_value(event, entry_importance(event)), db=self.dbs[b"by_seq"])
+    def _index(self, stored: StoredEntry, derived_from: tuple[str, ...]) -> None:
+        sid = stored.session_id or ""
+        eid = stored.entry_id
+        self.txn.put(u64(stored.recorded_seq), _rank(stored), db=self.dbs[b"by_seq"])
         self.txn.put(hash_key(eid), b"", db=self.dbs[b"by_hash"])
-        self.txn.put(session_key(sid, event.occurred_at, eid), event.kind.encode(),
+        self.txn.put(session_key(sid, stored.occurred_at, eid), stored.kind.encode(),
                      db=self.dbs[b"by_session"])
-        self.txn.put(when_key(event.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
-        for parent in event.derived_from:
+        self.txn.put(when_key(stored.occurred_at, eid), sid.encode(), db=self.dbs[b"by_time"])
+        for parent in derived_from:
             self.txn.put(time_key(parent, eid), b"", db=self.dbs[b"derived"])
 
-    def _unindex(self, view: EntryView) -> None:
-        sid = view.session_id or ""
-        self.txn.delete(session_key(sid, view.occurred_at, view.entry_id), db=self.dbs[b"by_session"])
-        self.txn.delete(when_key(view.occurred_at, view.entry_id), db=self.dbs[b"by_time"])
-        self.txn.delete(u64(view.recorded_seq), db=self.dbs[b"by_seq"])
-        self.txn.delete(hash_key(view.entry_id), db=self.dbs[b"by_hash"])
+    def _unindex(self, stored: StoredEntry) -> None:
+        sid = stored.session_id or ""
+        self.txn.delete(session_key(sid, stored.occurred_at, stored.entry_id), db=self.dbs[b"by_session"])
+        self.txn.delete(when_key(stored.occurred_at, stored.entry_id), db=self.dbs[b"by_time"])
+        self.txn.delete(u64(stored.recorded_seq), db=self.dbs[b"by_seq"])
+        self.txn.delete(hash_key(stored.entry_id), db=self.dbs[b"by_hash"])
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
@@ -353,3 +358,8 @@ class ViewWriter:
         new: DeletionRecord = fn(_deletion(bytes(raw)))
         self.put(b"deletions", request_id.encode(), new)
         return new
+
+
+def _rank(stored: StoredEntry) -> bytes:
+    """The ``by_seq`` value of a stored entry: its ranking inputs and id."""
+    return rank_value(stored.kind, entry_importance(stored), stored.occurred_at, stored.entry_id)

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import math
 
-from eventstore import EntryRecorded
+from eventstore import Details, EntryRecorded
 
-from .models import DecayParams
+from .models import DecayParams, StoredEntry
 
-__all__ = ["WEIGHTS", "access_score", "decay_factor", "entry_importance", "importance_of", "relevance"]
+__all__ = [
+    "WEIGHTS",
+    "access_score",
+    "decay_factor",
+    "detail_level",
+    "entry_importance",
+    "importance_of",
+    "relevance",
+]
 
 WEIGHTS = {"text": 0.4, "time": 0.3, "importance": 0.2, "access": 0.1}
 _BASE_IMPORTANCE = {
@@ -38,9 +46,17 @@ def importance_of(kind: str, given: float | None, level: str | None = None,
     return min(score, 1.0)
 
 
-def entry_importance(entry: EntryRecorded) -> float:
-    """:func:`importance_of` an entry: its own, else by kind, raised by impact or severity."""
-    level = getattr(entry.details, "impact", None) or getattr(entry.details, "severity", None)
+def detail_level(details: Details | None) -> str | None:
+    """The impact (decisions) or severity (findings) of an entry's details."""
+    level: str | None = getattr(details, "impact", None) or getattr(details, "severity", None)
+    return level
+
+
+def entry_importance(entry: EntryRecorded | StoredEntry) -> float:
+    """:func:`importance_of` an entry: its own, else by kind, raised by impact or
+    severity. A stored entry carries its own importance and level, so the value
+    is the same without its content."""
+    level = entry.level if isinstance(entry, StoredEntry) else detail_level(entry.details)
     return importance_of(entry.kind, entry.importance, level)
 
 
@@ -63,5 +79,9 @@ def access_score(last_access: int, now: int) -> float:
 
 def relevance(text: float, time: float, importance: float, access: float) -> float:
     """The weighted sum of the four components, each in [0, 1]."""
-    return (WEIGHTS["text"] * text + WEIGHTS["time"] * time
-            + WEIGHTS["importance"] * importance + WEIGHTS["access"] * access)
+    return _W_TEXT * text + _W_TIME * time + _W_IMPORTANCE * importance + _W_ACCESS * access
+
+
+# The weights as constants: relevance is computed for every search candidate.
+_W_TEXT, _W_TIME, _W_IMPORTANCE, _W_ACCESS = (
+    WEIGHTS["text"], WEIGHTS["time"], WEIGHTS["importance"], WEIGHTS["access"])

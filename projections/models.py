@@ -3,6 +3,11 @@
 Every value is a frozen msgspec Struct stored as msgpack. An entity version is
 current from the seq it was written at until the next version's seq, so an
 as-of read is a lookup of the last version at or before the asked seq.
+
+The views hold no entry content: an entry version is stored as a
+:class:`StoredEntry` (ids, seqs, state, what the writer needs) and a reader
+turns it into the public :class:`EntryView` by reading the entry from the log
+payload at ``source_seq`` and applying the accumulated ``changes``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from typing import Literal
 
 import msgspec
 
-from eventstore import EntryRecorded
+from eventstore import EntryChanges, EntryRecorded
 
 __all__ = [
     "DEFAULT_RATES",
@@ -24,6 +29,7 @@ __all__ = [
     "RedactionInfo",
     "SessionStats",
     "SessionView",
+    "StoredEntry",
     "TombstoneInfo",
 ]
 
@@ -51,7 +57,9 @@ class RedactionInfo(msgspec.Struct, frozen=True, gc=False):
 
 
 class EntryView(msgspec.Struct, frozen=True, gc=False):
-    """One version of an entry. ``entry`` is None once deleted."""
+    """One version of an entry, as readers get it (the views store a
+    :class:`StoredEntry`). ``entry`` is None once deleted, or when its log
+    payload is gone."""
 
     entry_id: str
     kind: str
@@ -60,6 +68,37 @@ class EntryView(msgspec.Struct, frozen=True, gc=False):
     recorded_seq: int
     recorded_at: int
     changed_seq: int
+    session_id: str | None = None
+    user_id: str | None = None
+    occurred_at: int = 0
+    deleted: TombstoneInfo | None = None
+    redacted: RedactionInfo | None = None
+
+
+class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """One version of an entry as the views store it: every field of
+    :class:`EntryView` but the entry itself, which stays in the log.
+
+    ``source_seq`` is the seq of the event whose payload carries the entry (its
+    ``entry.recorded``, or for a redacted entry the ``entry.redacted``, whose
+    payload's ``redacted`` is the entry); 0 when there is none (deleted).
+    ``changes`` accumulates every ``entry.updated`` applied since (later fields
+    win). ``size`` (content bytes), ``importance`` (the entry's own, after the
+    changes) and ``level`` (impact or severity of its details) let the writer
+    keep statistics and ranking values without reading the log.
+    """
+
+    entry_id: str
+    kind: str
+    state: EntryState
+    recorded_seq: int
+    recorded_at: int
+    changed_seq: int
+    source_seq: int = 0
+    changes: EntryChanges | None = None
+    size: int = 0
+    importance: float | None = None
+    level: str | None = None
     session_id: str | None = None
     user_id: str | None = None
     occurred_at: int = 0

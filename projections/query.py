@@ -3,6 +3,7 @@ as-of intervals, and relevance scoring with decay (seed 000)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ import tantivy
 
 from eventstore import InvalidQueryError
 
-from .decay import access_score, decay_factor, importance_of, relevance
+from .decay import WEIGHTS, importance_of
 from .search import OPEN_SEQ, SearchIndex, check_limit
 
 __all__ = ["SearchHit", "SearchQuery", "build_query", "run_search", "tokens"]
@@ -20,6 +21,9 @@ Sort = Literal["relevance", "newest", "oldest"]
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
+_HOUR = 3_600_000_000
+_W_TEXT, _W_TIME, _W_IMPORTANCE, _W_ACCESS = (
+    WEIGHTS["text"], WEIGHTS["time"], WEIGHTS["importance"], WEIGHTS["access"])
 
 
 class SearchQuery(msgspec.Struct, frozen=True):
@@ -175,8 +179,18 @@ def _shard_top(searcher: Any, q: Any, want: int, current: bool) -> list[SearchHi
 def score(hit_text: float, top_text: float, kind: str, occurred_at: int, now: int,
           accesses: int, last_access: int, importance: float | None, params: Any,
           level: str | None = None) -> tuple[float, float]:
-    """(relevance, decay factor) of one candidate."""
-    imp = importance_of(kind, importance, level)
-    factor = decay_factor(kind, occurred_at, now, accesses, imp, params)
+    """(relevance, decay factor) of one candidate: :func:`relevance` of the text
+    share, :func:`decay_factor`, the importance and :func:`access_score`.
+
+    It runs for every candidate of every search, so those functions are
+    inlined here with the same arithmetic in the same order (the values are
+    identical; ``tests/projections/test_scoring.py`` checks it).
+    """
+    imp = importance if importance is not None else importance_of(kind, None, level)
+    age_hours = max(0.0, (now - occurred_at) / _HOUR)
+    base = math.exp(-params.rates.get(kind, 0.05) * age_hours)
+    boosted = base * (1 + params.access_boost * accesses) * (1 + params.importance_boost * imp)
+    factor = max(params.floor, min(boosted, 1.0))
+    access = 0.5 if last_access <= 0 else math.exp(-0.05 * max(0.0, (now - last_access) / _HOUR))
     text = hit_text / top_text if top_text > 0 else 0.0
-    return relevance(text, factor, imp, access_score(last_access, now)), factor
+    return _W_TEXT * text + _W_TIME * factor + _W_IMPORTANCE * imp + _W_ACCESS * access, factor

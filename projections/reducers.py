@@ -3,6 +3,10 @@
 No function here does I/O or reads the clock; times come from the record's
 ``recorded_at``. The view runner loads the previous version, calls a reducer
 and stores the result.
+
+Entries are stored without their content (:class:`StoredEntry`); the content
+stays in the log. :func:`entry_view` is the pure other half: the public
+:class:`EntryView` of a stored version given the event at its ``source_seq``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from eventstore import (
     EntryChanges,
     EntryRecorded,
     EntryRedacted,
+    Event,
     FindingDetails,
     MemorySaved,
     PurgeCompleted,
@@ -28,6 +33,7 @@ from eventstore import (
     TaskDetails,
 )
 
+from .decay import detail_level
 from .models import (
     AccessView,
     DecayParams,
@@ -37,11 +43,13 @@ from .models import (
     RedactionInfo,
     SessionStats,
     SessionView,
+    StoredEntry,
     TombstoneInfo,
 )
 
 __all__ = [
     "accessed",
+    "apply_changes",
     "decay_params",
     "deletion_done",
     "deletion_purged",
@@ -50,8 +58,10 @@ __all__ = [
     "entry_deleted",
     "entry_recorded",
     "entry_redacted",
+    "entry_view",
     "memory_forgotten",
     "memory_saved",
+    "merge_changes",
     "session_started",
     "session_updated",
     "session_with_archive",
@@ -61,48 +71,90 @@ __all__ = [
 replace = msgspec.structs.replace
 
 
-def entry_recorded(rec: RecordedEvent, event: EntryRecorded) -> EntryView:
-    """A new entry."""
-    return EntryView(
-        entry_id=event.entry_id, kind=event.kind, state="live", entry=event,
-        recorded_seq=rec.seq, recorded_at=rec.recorded_at, changed_seq=rec.seq,
-        session_id=event.session_id, user_id=event.user_id, occurred_at=event.occurred_at,
+def entry_recorded(rec: RecordedEvent, event: EntryRecorded) -> StoredEntry:
+    """A new entry, stored without its content (read back from ``rec.seq``)."""
+    return StoredEntry(
+        entry_id=event.entry_id, kind=event.kind, state="live", recorded_seq=rec.seq,
+        recorded_at=rec.recorded_at, changed_seq=rec.seq, source_seq=rec.seq,
+        size=len(event.content.encode()), importance=event.importance,
+        level=detail_level(event.details), session_id=event.session_id,
+        user_id=event.user_id, occurred_at=event.occurred_at,
     )
 
 
-def entry_changed(prev: EntryView, rec: RecordedEvent, changes: EntryChanges) -> EntryView:
-    """Apply an update (task done, finding status, importance, tags)."""
-    entry = prev.entry
-    if entry is None:
+def entry_changed(prev: StoredEntry, rec: RecordedEvent, changes: EntryChanges) -> StoredEntry:
+    """Apply an update (task done, finding status, importance, tags): the changes
+    are accumulated for readers; importance and level follow :func:`apply_changes`."""
+    if not prev.source_seq:
         return prev
+    # apply_changes replaces a task's details by TaskDetails (no level) and keeps
+    # a finding's severity when its status changes.
+    level = None if changes.done is not None and prev.kind == "task" else prev.level
+    importance = prev.importance if changes.importance is None else changes.importance
+    return replace(prev, changes=merge_changes(prev.changes, changes), importance=importance,
+                   level=level, changed_seq=rec.seq)
+
+
+def merge_changes(prev: EntryChanges | None, changes: EntryChanges) -> EntryChanges:
+    """``prev`` then ``changes`` as one set: a later non-None field wins.
+
+    Applying the merged changes once gives the entry that applying both in turn
+    gives (each field of :func:`apply_changes` takes the last value it was given).
+    """
+    if prev is None:
+        return changes
+    return EntryChanges(
+        status=prev.status if changes.status is None else changes.status,
+        done=prev.done if changes.done is None else changes.done,
+        importance=prev.importance if changes.importance is None else changes.importance,
+        tags=prev.tags if changes.tags is None else changes.tags,
+    )
+
+
+def apply_changes(entry: EntryRecorded, changes: EntryChanges) -> EntryRecorded:
+    """The entry after an update (task done, finding status, importance, tags)."""
     details = entry.details
     if changes.done is not None and entry.kind == "task":
         details = TaskDetails(done=changes.done)
     if changes.status is not None and isinstance(details, FindingDetails):
         details = replace(details, status=changes.status)
-    entry = replace(
+    return replace(
         entry, details=details,
         importance=entry.importance if changes.importance is None else changes.importance,
         tags=entry.tags if changes.tags is None else changes.tags,
     )
-    return replace(prev, entry=entry, changed_seq=rec.seq)
 
 
 def entry_redacted(rec: RecordedEvent, event: EntryRedacted, entry: EntryRecorded,
-                   changed_seq: int) -> EntryView:
-    """Spans removed: the entry as the redaction event states it, nothing older."""
+                   changed_seq: int) -> StoredEntry:
+    """Spans removed: the entry as the redaction event states it (its payload is
+    the source from now on), nothing older, no earlier changes."""
     info = RedactionInfo(event.spans, event.reason, event.requested_by, rec.seq, rec.recorded_at)
-    view = entry_recorded(rec, entry)
-    return replace(view, state="redacted", redacted=info, recorded_seq=event.target_seq,
+    stored = entry_recorded(rec, entry)
+    return replace(stored, state="redacted", redacted=info, recorded_seq=event.target_seq,
                    changed_seq=changed_seq)
 
 
-def entry_deleted(ref: DeletedRef, tomb: TombstoneInfo) -> EntryView:
+def entry_deleted(ref: DeletedRef, tomb: TombstoneInfo) -> StoredEntry:
     """The entry is gone; only the tombstone's ids, kind and seqs remain."""
-    return EntryView(
-        entry_id=ref.entry_id, kind=ref.kind, state="deleted", entry=None,
-        recorded_seq=ref.recorded_seq, recorded_at=0, changed_seq=tomb.seq,
-        session_id=ref.session_id, deleted=tomb,
+    return StoredEntry(
+        entry_id=ref.entry_id, kind=ref.kind, state="deleted", recorded_seq=ref.recorded_seq,
+        recorded_at=0, changed_seq=tomb.seq, session_id=ref.session_id, deleted=tomb,
+    )
+
+
+def entry_view(stored: StoredEntry, source: Event | None) -> EntryView:
+    """The public view of a stored version, given the event at its ``source_seq``
+    (None when there is none or its payload was erased: the entry is then None)."""
+    entry = source.redacted if isinstance(source, EntryRedacted) else source
+    if not isinstance(entry, EntryRecorded) or entry.entry_id != stored.entry_id:
+        entry = None
+    elif stored.changes is not None:
+        entry = apply_changes(entry, stored.changes)
+    return EntryView(  # positional (the field order of EntryView): many are built per read
+        stored.entry_id, stored.kind, stored.state, entry, stored.recorded_seq, stored.recorded_at,
+        stored.changed_seq, stored.session_id, stored.user_id, stored.occurred_at, stored.deleted,
+        stored.redacted,
     )
 
 
@@ -130,12 +182,12 @@ def session_with_archive(prev: SessionView, rec: RecordedEvent, archived: bool) 
     return replace(prev, archived=archived, changed_seq=rec.seq)
 
 
-def stats_added(prev: SessionStats, event: EntryRecorded, at: int) -> SessionStats:
-    """Count one more entry of its kind."""
+def stats_added(prev: SessionStats, entry: StoredEntry) -> SessionStats:
+    """Count one more entry of its kind (its content bytes, its recording time)."""
     counts = dict(prev.counts)
-    counts[event.kind] = counts.get(event.kind, 0) + 1
-    return SessionStats(counts, prev.entries + 1, prev.bytes + len(event.content.encode()),
-                        max(prev.last_activity, at))
+    counts[entry.kind] = counts.get(entry.kind, 0) + 1
+    return SessionStats(counts, prev.entries + 1, prev.bytes + entry.size,
+                        max(prev.last_activity, entry.recorded_at))
 
 
 def memory_saved(rec: RecordedEvent, event: MemorySaved) -> MemoryView:

@@ -41,13 +41,14 @@ Progress = Callable[[int], None]
 # The projections' on-disk layout; a directory marked otherwise is rebuilt on open.
 # 2: the views' by_hash index, and search shards by crc32 range.
 # 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
-LAYOUT = "3"
+# 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
+LAYOUT = "4"
 
 
 class Projections:
     """Views and search for one data directory, kept caught up with the log."""
 
-    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 8, sync: bool = True) -> None:
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True) -> None:
         self.data_dir = data_dir
         self.log = log
         self.shards = shards
@@ -78,7 +79,7 @@ class Projections:
         outdated = not fresh and _layout(root) != self._layout_mark
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
-        self.views = ViewStore(root / "views", sync=False)
+        self.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
         self._indexed_head = -1
         self._views_at = -1
         self.search_index = SearchIndex(root / "search", self.shards)
@@ -200,24 +201,30 @@ class Projections:
 
     # -- physical purge -----------------------------------------------------
 
-    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0) -> PurgeSplit:
-        """Rewrite the views and the search shards holding ``entry_ids`` without
-        stale bytes; retire leftover projection directories.
+    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool) -> PurgeSplit:
+        """Rewrite the search shards holding ``entry_ids`` and, with ``views``,
+        the views without stale bytes; retire leftover projection directories.
 
-        The caller catches up first (:meth:`catch_up` with ``search=True``);
-        this method does not touch the log, so the log's purge can run beside it.
+        The views hold no entry content, so a purge of entries alone leaves them
+        as they are (``views_seconds`` is then 0); memory values and session
+        metadata live there, so a purge of those asks for ``views``.
+
+        The caller catches up first (:meth:`catch_up` with ``search=True``).
+        The log's purge can run beside this one: the shard rebuild reads entries
+        from the log only through short ``events_at`` reads.
         """
         assert self.views is not None and self.search_index is not None
         started = time.perf_counter()
-        report = purge_env(self.views.shared, timeout)
-        views_s = time.perf_counter() - started
+        rewritten: list[str] = []
+        if views:
+            rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
+        views_s = time.perf_counter() - started if views else 0.0
         index = self.search_index
         shards = sorted({index.shard_of(eid) for eid in entry_ids})
-        rewritten = [str(p) for p in report.files_rewritten]
         with index.lock.exclusive(timeout):
             for n in shards:
-                with self.views.read() as views:  # documents and checkpoint from one snapshot
-                    old = index.shards[n].rebuild(_shard_docs(views, index, n), views.checkpoint())
+                with self.views.read() as reader:  # documents and checkpoint from one snapshot
+                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
                 wipe_tree(old)
         for path in self.data_dir.glob("proj-*"):
@@ -243,7 +250,8 @@ class Projections:
         fresh._views_at = -1
         (self.data_dir / target).mkdir(mode=0o700)
         _mark_layout(self.data_dir / target, self._layout_mark)
-        fresh.views = ViewStore(self.data_dir / target / "views", sync=False)
+        fresh.views = ViewStore(self.data_dir / target / "views", sync=False,
+                                events_at=self.log.events_at)
         fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
         try:
             fresh._catch_up_views(head, progress)
@@ -284,7 +292,8 @@ class PurgeSplit(NamedTuple):
 
 
 def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
-    """The documents shard ``shard`` must hold, rebuilt from the views."""
+    """The documents shard ``shard`` must hold: its entries from the views, their
+    text from the log (resolved in chunks)."""
     for view in views.latest_entries_by_hash(*index.hash_range(shard)):
         if view.entry is None:
             continue

@@ -199,29 +199,50 @@ class SearchIndex:
 
     Searches and catch-ups hold ``maint.lock`` shared; a shard rebuild holds it
     exclusive while it swaps and wipes, so nobody reads a file being wiped.
+    A rebuild also writes a fresh mark into ``relinked`` before it swaps a
+    link, so a refresh (under the shared lock) reads one small file instead of
+    every link when no shard moved.
     """
 
-    def __init__(self, path: Path, shards: int = 8) -> None:
+    def __init__(self, path: Path, shards: int = 16) -> None:
         self.path = path
         self.schema = build_schema()
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.lock = MaintenanceLock(path / "maint.lock")
+        self._relinked = os.open(path / "relinked", os.O_RDWR | os.O_CREAT, 0o600)
+        self._seen: bytes | None = None
         self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
     def close(self) -> None:
-        """Drop uncommitted work and release the lock file."""
+        """Drop uncommitted work and release the lock and mark files."""
         self.rollback()
         self.lock.close()
+        if self._relinked >= 0:
+            os.close(self._relinked)
+            self._relinked = -1
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
 
     def refresh(self) -> None:
-        """Reopen shards whose link moved."""
+        """Reopen shards whose link moved (call it holding :attr:`lock`)."""
+        mark = os.pread(self._relinked, 16, 0)
+        if mark == self._seen:
+            return  # no rebuild since the last refresh
         for shard in self.shards:
             shard.refresh()
+        self._seen = mark
+
+    def rebuild(self, shard: int, docs: Iterable[Any], checkpoint: int) -> Path:
+        """Rebuild one shard (hold :attr:`lock` exclusive); return its old directory.
+
+        The mark is written before the link moves: a crash in between only makes
+        readers look at every link once more.
+        """
+        os.pwrite(self._relinked, secrets.token_bytes(16), 0)
+        return self.shards[shard].rebuild(docs, checkpoint)
 
     def shard_of(self, entry_id: str) -> int:
         """The shard an entry id lives in: its ``crc32`` range (stable across processes)."""

@@ -1,8 +1,14 @@
 """The views projection: temporal current-state views in their own LMDB environment.
 
+The views hold no entry content: ``entries`` and ``deleted`` store
+:class:`~projections.models.StoredEntry` values, and a read scope reads each
+entry from the log payload at its ``source_seq`` through the ``events_at``
+given to the store. They still hold memory values and session metadata.
+
 Databases (see :mod:`projections._keys` for the temporal key layout):
 
-- ``entries``, ``sessions``, ``memories``, ``access``, ``params``: temporal;
+- ``entries`` (content-free entry versions), ``sessions``, ``memories``, ``access``,
+  ``params``: temporal;
 - ``session_stats``: seed 000's manifest statistics, current;
 - ``by_session``: session | occurred_at | entry id -> kind (recent messages, tasks);
 - ``by_time``: occurred_at | entry id -> session id (retention, criteria);
@@ -12,7 +18,7 @@ Databases (see :mod:`projections._keys` for the temporal key layout):
 - ``by_hash``: crc32(entry id) | entry id (a search shard's rebuild reads its range);
 - ``archived``: ids of the sessions archived now (left out of default search);
 - ``memory_ids``: memory id -> user | key;
-- ``deleted``: entry id -> the deleted entry's tombstone view (its versions are gone);
+- ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
 - ``deletions``: the deletion ledger; ``stats``: global counters;
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
@@ -30,7 +36,7 @@ from eventstore import RecordedEvent, SharedEnv, StorageError, open_shared_env, 
 
 from ._keys import u64, unpack_u64
 from ._view_apply import ViewWriter
-from ._view_read import ViewReader
+from ._view_read import EventsAt, ViewReader
 
 __all__ = ["VIEW_DBS", "ViewStore"]
 
@@ -42,10 +48,16 @@ VIEW_DBS = (
 
 
 class ViewStore:
-    """The views environment: apply records, read as of any seq."""
+    """The views environment: apply records, read as of any seq.
 
-    def __init__(self, path: Path, *, sync: bool = True) -> None:
+    ``events_at`` is the log's batch read (:meth:`eventstore.EventLog.events_at`):
+    readers get each entry from the payload at its source seq. Applying records
+    never calls it.
+    """
+
+    def __init__(self, path: Path, *, events_at: EventsAt, sync: bool = True) -> None:
         self.path = path
+        self.events_at = events_at
         self._shared: SharedEnv | None = open_shared_env(path, VIEW_DBS, sync=sync)
 
     @property
@@ -125,7 +137,7 @@ class _ReadScope:
         except lmdb.MapResizedError:
             env.set_mapsize(0)
             self._txn = env.begin(buffers=True)
-        return ViewReader(self._txn, shared.dbs, self._as_of)
+        return ViewReader(self._txn, shared.dbs, self._as_of, self._store.events_at)
 
     def __exit__(self, *exc: object) -> None:
         self._txn.abort()

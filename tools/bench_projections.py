@@ -10,7 +10,7 @@ Usage::
 It writes a deterministic corpus log of N entries (``tools/corpus.py``: Zipf
 words, six kinds, 200 sessions) and measures, in one run:
 
-(a) replay into views: ``ViewStore(fresh dir, sync=False).apply(...)`` over the log
+(a) replay into views: ``ViewStore(fresh dir, sync=False, events_at=...).apply(...)`` over the log
     (one transaction), then one ``env.sync``; the anchor is a scan + decode of
     the same log (``log.read()``, touching every event), interleaved with it;
 (b) full rebuild including search: ``Projections(fresh dir, log).replay()``
@@ -156,7 +156,7 @@ def scan_decode(elog: EventLog) -> tuple[float, int]:
 def views_replay(path: Path, elog: EventLog, map_size: int | None,
                  until: int | None = None) -> tuple[float, dict[str, int]]:
     """Apply the log to fresh views (sync off, one sync at the end); (seconds, counters)."""
-    store = ViewStore(path, sync=False)
+    store = ViewStore(path, sync=False, events_at=elog.events_at)
     try:
         if map_size is not None:
             store.shared.env.set_mapsize(map_size)

@@ -50,3 +50,21 @@ def test_projections_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> N
     with MemoryLog.open(tmp_path / "s", search_shards=3) as mem:  # another shard count
         assert os.readlink(tmp_path / "s" / "proj") != new
         assert [h.id for h in mem.search("tok5x", record_access=False)] == [ids[5]]
+
+
+def test_a_rebuild_by_another_store_is_noticed_through_the_relink_mark(tmp_path: Path) -> None:
+    """A second store on the same directory (as another process would) reopens the
+    shard another store rebuilt, from the relink mark, and finds every entry."""
+    mem, ids = _store(tmp_path / "s", shards=3, count=30)
+    with mem, MemoryLog.open(tmp_path / "s", search_shards=3) as other:
+        assert [h.id for h in other.search("tok7x", record_access=False)] == [ids[7]]
+        index = other.proj.search_index
+        assert index is not None
+        before = [shard.target for shard in index.shards]
+        victim = ids[11]
+        assert mem.delete(ids=[victim], reason="test", requested_by="t").verified
+        for i, eid in enumerate(ids):
+            if eid != victim:
+                assert [h.id for h in other.search(f"tok{i}x", record_access=False)] == [eid]
+        moved = [n for n, shard in enumerate(index.shards) if shard.target != before[n]]
+        assert moved == [index.shard_of(victim)]
