@@ -3,12 +3,16 @@
 The flow of a deletion (DESIGN section 5):
 
 1. ``deletion.requested`` and the tombstone ``entries.deleted`` are appended in
-   one transaction that also deletes the erased payloads from the log;
-2. the purge rewrites the log (compacting copy, swap, zero-fill), the views
-   (the same) and every search shard that held a deleted entry (rebuilt into a
-   fresh directory, swapped in, the old files zero-filled);
-3. a forensic scan reads every file under the data directory looking for the
-   deleted content (kept in memory only, never written);
+   one transaction; the erased payloads are deleted right after it commits;
+2. the purge rewrites the log's payload segments that held them (compacting
+   copy, swap, zero-fill), the views when the request touched memories or
+   sessions (the only content they hold), and every search shard that held a
+   deleted entry (rebuilt into a fresh directory, swapped in, the old files
+   zero-filled);
+3. a forensic scan reads every file under the data directory that could hold
+   the deleted content (all but the payload segments and search shards the
+   purge did not rewrite, see :func:`commands.scan.purge_scope`), looking for
+   it (kept in memory only, never written);
 4. ``purge.completed`` records what was rewritten and the scan's result.
 
 Nothing here logs or returns content: reports hold ids, counts and reasons.
@@ -43,7 +47,7 @@ from projections import EntryView, ViewReader
 from . import _log
 from ._entries import new_id
 from .redaction import Redactor
-from .scan import scan_needles
+from .scan import purge_scope, scan_needles
 
 if TYPE_CHECKING:
     from .memory import MemoryLog
@@ -231,7 +235,8 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
         split = mem.proj.purge(entry_ids, mem.log.settings.purge_lock_timeout, views=views)
         log_report, log_s = log_job.result()
     scan_started = time.perf_counter()
-    _, scanned, found = scan_needles(mem.data_dir, needles)
+    scope = purge_scope((*log_report.files_rewritten, *split.files_rewritten))
+    _, scanned, found = scan_needles(mem.data_dir, needles, scope)
     found = {n for n in found if not _held_by_live_entry(mem, n)}
     # A compacting copy moves pages, it does not re-encode records: the rewritten
     # log must end at the same chain head and hold none of the erased payloads.
