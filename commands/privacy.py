@@ -42,7 +42,7 @@ from eventstore import (
     PurgeReport,
     RetentionApplied,
 )
-from projections import EntryView, ViewReader
+from projections import EntryView, StoredEntry, ViewReader
 
 from . import _log
 from ._entries import new_id
@@ -120,7 +120,7 @@ def select(views: ViewReader, criteria: DeletionCriteria) -> Selection:
     if criteria.user_id is not None:
         _select_user(views, sel, criteria.user_id)
     if criteria.kinds or criteria.tags or criteria.before is not None or criteria.after is not None:
-        for view in views.latest_entries():
+        for view in views.latest_entries(lambda stored: _may_match(stored, criteria)):
             if _matches(view, criteria):
                 sel.add_entry(view)
     if criteria.include_derived:
@@ -155,20 +155,27 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
     sel.seqs.add(session.started_seq)
     for value in session.metadata.values():
         sel.needle(value)
-    for view in views.latest_entries():
-        if view.session_id == session_id and view.state != "deleted":
-            sel.add_entry(view)
+    for view in views.latest_entries(lambda s: s.session_id == session_id and s.state != "deleted"):
+        sel.add_entry(view)
 
 
 def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:
     for session in list(views.sessions()):
         if session.user_id == user_id:
             _select_session(views, sel, session.session_id)
-    for view in views.latest_entries():
-        if view.user_id == user_id and view.state != "deleted":
-            sel.add_entry(view)
+    for view in views.latest_entries(lambda s: s.user_id == user_id and s.state != "deleted"):
+        sel.add_entry(view)
     for memory in views.memories(user_id, include_gone=True):
         _select_memory(views, sel, user_id, memory.key)
+
+
+def _may_match(stored: StoredEntry, c: DeletionCriteria) -> bool:
+    """The criteria a stored version answers without its content (all but tags)."""
+    if stored.state == "deleted" or (c.kinds and stored.kind not in c.kinds):
+        return False
+    if c.before is not None and stored.occurred_at >= c.before:
+        return False
+    return not (c.after is not None and stored.occurred_at < c.after)
 
 
 def _matches(view: EntryView, c: DeletionCriteria) -> bool:
@@ -226,9 +233,9 @@ def finish_purge(mem: MemoryLog, report: DeletionReport, request_ids: list[str],
     """Purge log and shards (and with ``views`` the views); scan; record ``purge.completed``."""
     started = time.perf_counter()
     head_before = mem.log.head()
-    # The projections read the log only to catch up; after that the log's
-    # compacting copy (LMDB releases the GIL) runs beside the views' copy and
-    # the shard rebuild.
+    # The log's purge (compacting copies of the dirty segments; LMDB releases
+    # the GIL) runs beside the projections' purge (the shard rebuild, and the
+    # views' copy when they held purged memories or sessions).
     mem.proj.catch_up(search=True)
     with ThreadPoolExecutor(1, thread_name_prefix="memlog-purge") as pool:
         log_job = pool.submit(_timed_log_purge, mem)
@@ -351,10 +358,11 @@ def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int])
 def run_retention(mem: MemoryLog, as_of: int, policy: dict[str, int], defer: bool) -> DeletionReport | None:
     """Delete every entry older than its kind's retention, as a deletion with reason "retention"."""
     day = 86_400_000_000
+    def expired(s: StoredEntry) -> bool:
+        return s.kind in policy and s.state != "deleted" and s.occurred_at < as_of - policy[s.kind] * day
+
     with mem.proj.read() as views:
-        ids = tuple(v.entry_id for v in views.latest_entries()
-                    if v.entry is not None and v.kind in policy and v.state != "deleted"
-                    and v.occurred_at < as_of - policy[v.kind] * day)
+        ids = tuple(v.entry_id for v in views.latest_entries(expired) if v.entry is not None)
     report = None
     if ids:
         criteria = DeletionCriteria(ids=ids, include_derived=False)

@@ -141,9 +141,12 @@ class ViewReader:
             if stored is not None and stored.state in _SHOWN:
                 yield stored
 
-    def latest_entries(self) -> Iterator[EntryView]:
-        """The newest version of every entry (any state but deleted), in id order."""
-        return self._resolved(self._latest_stored())
+    def latest_entries(self, where: Callable[[StoredEntry], bool] | None = None) -> Iterator[EntryView]:
+        """The newest version of every entry (any state but deleted), in id order;
+        with ``where``, only those whose stored version it accepts (tested before
+        any content is read from the log)."""
+        stored = self._latest_stored()
+        return self._resolved(stored if where is None else filter(where, stored))
 
     def _latest_stored(self) -> Iterator[StoredEntry]:
         cursor = self.txn.cursor(db=self.dbs[b"entries"])
