@@ -154,7 +154,9 @@ class SearchShard:
         """Write ``docs`` into a fresh directory, swap the link; return the old directory."""
         fresh = _fresh_dir(self.link)
         index = tantivy.Index(self.schema, path=str(fresh), reuse=False)
-        writer = index.writer(_HEAP, 1)
+        # Two indexing threads halve the commit; the caller's thread builds documents.
+        threads = min(2, os.cpu_count() or 1)
+        writer = index.writer(_HEAP * threads, threads)
         for doc in docs:
             writer.add_json(doc)
         writer.add_document(_checkpoint_doc(checkpoint))
