@@ -22,7 +22,7 @@ from ._lmdb_write import TxnWriter
 from ._segments import DEFAULT_SPAN, SegmentReads
 from .backend import PreparedAppend, PurgeReport
 from .envelope import AppendResult, Head, RecordedEvent, VerifyResult
-from .errors import StorageError
+from .errors import InvalidInputError, StorageError
 from .events import Event
 from .purge import purge_env, purge_log
 
@@ -43,6 +43,8 @@ class LmdbBackend:
 
     def __init__(self, path: Path, *, sync: bool = True, clock: Callable[[], int] = _now_us,
                  segment_span: int = DEFAULT_SPAN, lock_timeout: float = 30.0):
+        if type(segment_span) is not int or segment_span < 1:
+            raise InvalidInputError("segment_span must be a positive integer")
         self.path = path
         self._clock = clock
         self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)

@@ -7,8 +7,9 @@ import secrets
 from pathlib import Path
 
 import lmdb
+import pytest
 
-from eventstore import EntriesDeleted, EntryRecorded, EventLog, LogSettings
+from eventstore import EntriesDeleted, EntryRecorded, EventLog, InvalidInputError, LogSettings
 from eventstore._lmdb_layout import DB_NAMES, ERASING, META, PAYLOADS, SPAN, seq_key
 
 from ..conftest import scan_dir
@@ -133,3 +134,10 @@ def _to_format_1(log_dir: Path) -> None:
         txn.delete(SPAN, db=meta)
         txn.put(b"format", seq_key(1), db=meta)
     env.close()
+
+
+def test_a_bad_segment_span_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """segment_span 0 raises a clear error and creates no directory."""
+    with pytest.raises(InvalidInputError, match="segment_span"):
+        EventLog.open(tmp_path / "log", LogSettings(segment_span=0))
+    assert not (tmp_path / "log").exists()
