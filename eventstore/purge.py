@@ -60,23 +60,32 @@ class _Swap:
             _compact_copy(env, dbs, scratch)
             close()
             old_fd = os.open(data, os.O_RDWR)
+            try:
+                os.replace(scratch / "data.mdb", data)
+            except BaseException:
+                os.close(old_fd)  # still the live file: never wipe it
+                raise
             self.old_fds.append(old_fd)
-            os.replace(scratch / "data.mdb", data)
+            self.files.append(data)
             # The lock file holds reader slots, never content; other processes may
             # still map it until they reopen, so it is unlinked rather than zeroed.
             (directory / "lock.mdb").unlink(missing_ok=True)
             fsync_dir(directory)
         finally:
             wipe_tree(scratch)
-        self.files.append(data)
 
-    def wipe(self) -> None:
-        """Zero-fill and close every old file."""
-        for fd in self.old_fds:
+    def finish(self, shared: SharedEnv) -> int:
+        """Once any file was swapped, bump the generation (every process must
+        leave the old files, even when a later step failed), then zero-fill and
+        close the old files; return the generation."""
+        generation = _next_generation(shared) if self.old_fds else shared.generation
+        while self.old_fds:
+            fd = self.old_fds.pop()
             try:
                 self.wiped += wipe_fd(fd)
             finally:
                 os.close(fd)
+        return generation
 
     def report(self, generation: int, started: float) -> PurgeReport:
         return PurgeReport(
@@ -93,9 +102,10 @@ def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
     with shared.lock.exclusive(timeout):
         if shared.env is None:
             shared.reopen()
-        swap.rewrite(shared.env, list(shared.dbs.values()), shared.path, shared.close_env)
-        generation = _next_generation(shared)
-        swap.wipe()
+        try:
+            swap.rewrite(shared.env, list(shared.dbs.values()), shared.path, shared.close_env)
+        finally:
+            generation = swap.finish(shared)
     return swap.report(generation, started)
 
 
@@ -112,14 +122,15 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
         dirty = shared.read(lambda txn: read_int_set(txn, shared.dbs[META], DIRTY))
         dirty |= shared.segments.drop_after(head)
         segments = shared.segments
-        for index in sorted(dirty):
-            env = segments.env(index)
-            if env is not None:
-                swap.rewrite(env, [None], segments.path(index),
-                             lambda i=index: segments.close(i))
-        shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
-        generation = _next_generation(shared)
-        swap.wipe()
+        try:
+            for index in sorted(dirty):
+                env = segments.env(index)
+                if env is not None:
+                    swap.rewrite(env, [None], segments.path(index),
+                                 lambda i=index: segments.close(i))
+            shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
+        finally:
+            generation = swap.finish(shared)
     return swap.report(generation, started)
 
 

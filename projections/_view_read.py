@@ -196,14 +196,16 @@ class ViewReader:
         for entry_id in entry_ids:
             raw = latest_at(cursor, entry_id, self.as_of)
             stored.append(None if raw is None else _entry(raw))
-        found = iter(self.resolve([s for s in stored if s is not None]))
-        return [None if s is None else next(found) for s in stored]
+        return self._resolve_some(stored)
 
     def entries_at(self, seqs: Iterable[int]) -> list[EntryView | None]:
         """The versions (at ``as_of``) of the entries recorded at ``seqs``, in
         order (None where the entry is gone); two cursors and one ``events_at``
         serve the batch."""
-        stored = self._stored_at(seqs)
+        return self._resolve_some(self._stored_at(seqs))
+
+    def _resolve_some(self, stored: list[StoredEntry | None]) -> list[EntryView | None]:
+        """:meth:`resolve`, keeping the Nones in place."""
         found = iter(self.resolve([s for s in stored if s is not None]))
         return [None if s is None else next(found) for s in stored]
 

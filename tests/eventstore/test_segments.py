@@ -141,3 +141,37 @@ def test_a_bad_segment_span_is_refused_before_anything_is_written(tmp_path: Path
     with pytest.raises(InvalidInputError, match="segment_span"):
         EventLog.open(tmp_path / "log", LogSettings(segment_span=0))
     assert not (tmp_path / "log").exists()
+
+
+def test_a_purge_that_fails_after_a_swap_still_moves_every_process_on(
+        log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the second segment's copy fails, the first one is already swapped: the
+    generation still moves (no process may keep writing the old file), the old
+    file is wiped, nothing is lost, and the next purge finishes the job."""
+    from eventstore import StorageError
+    from eventstore import purge as purge_module
+
+    markers = [secrets.token_hex(16), secrets.token_hex(16)]
+    with EventLog.open(log_dir, SPAN_3) as log:
+        log.append("s:a", [note(1), note(2, markers[0]), note(3), note(4, markers[1])], actor="t")
+        log.erase([2, 4], tombstone([2, 4]), stream="system", actor="dpo")
+        generation = log.head().generation
+        real = purge_module._compact_copy
+        calls: list[Path] = []
+
+        def failing(env: object, dbs: object, scratch: Path) -> None:
+            calls.append(scratch)
+            if len(calls) == 2:
+                raise StorageError("disk full (injected)")
+            real(env, dbs, scratch)
+
+        monkeypatch.setattr(purge_module, "_compact_copy", failing)
+        with pytest.raises(StorageError, match="injected"):
+            log.purge()
+        assert log.head().generation == generation + 1
+        assert [log.get(s).event for s in (1, 3)] == [note(1), note(3)] and log.verify().ok
+        assert scan_dir(log_dir, [markers[0].encode()]) == {}
+        monkeypatch.setattr(purge_module, "_compact_copy", real)
+        log.purge()
+        assert log.verify().ok
+    assert scan_dir(log_dir, [m.encode() for m in markers]) == {}
