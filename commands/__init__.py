@@ -1,17 +1,27 @@
-"""The write side: validation to events, the MemoryLog facade and the CLI."""
+"""The write side: the application (:mod:`commands.app`), the
+:class:`MemoryLog` facade over it, and the ``memlog`` CLI (:mod:`commands.cli`)."""
 
-from .context import DROP_ORDER, build_context, chars_over_four
-from .memory import MemoryLog
-from .redaction import PATTERNS, Redactor
-from .results import (
+from .app import (
+    DEFAULT_RETENTION_DAYS,
+    DROP_ORDER,
+    PATTERNS,
     ContextBlock,
     ContextSection,
+    DeletionReport,
     EntryResult,
+    HistoryItem,
     MemoryResult,
+    PointInTime,
+    Redactor,
     SearchResult,
     SessionResult,
+    Settings,
+    Store,
+    build_context,
+    chars_over_four,
+    load_settings,
 )
-from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
+from .memory import MemoryLog
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -19,13 +29,17 @@ __all__ = [
     "PATTERNS",
     "ContextBlock",
     "ContextSection",
+    "DeletionReport",
     "EntryResult",
+    "HistoryItem",
     "MemoryLog",
     "MemoryResult",
+    "PointInTime",
     "Redactor",
     "SearchResult",
     "SessionResult",
     "Settings",
+    "Store",
     "build_context",
     "chars_over_four",
     "load_settings",

@@ -1,34 +1,97 @@
 """The one error tree of memlog.
 
 Every error memlog raises on purpose is a :class:`MemlogError`. Each class has a
-stable ``code`` (a string that scripts may match on) and an ``exit_code`` that
-the CLI uses. Messages name ids, fields and counts, never memory content.
+stable ``code`` (a named constant below, which scripts may match on) and an
+``exit_code`` that the CLI uses. Messages name ids, fields and counts, never
+memory content. ``docs/cli.md`` has a table of every code in :data:`CODES`
+(``tests/test_errors.py`` checks it).
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
+    "CODES",
+    "E_ABORTED",
+    "E_CONCURRENT_MOD",
+    "E_CONFLICT",
+    "E_DUPLICATE_EVENT",
+    "E_ENTRY_NOT_FOUND",
+    "E_EVENT_NOT_FOUND",
+    "E_INTERNAL",
+    "E_INVALID_FORMAT",
+    "E_INVALID_QUERY",
+    "E_LOCK_TIMEOUT",
+    "E_MEMLOG",
+    "E_MEMORY_NOT_FOUND",
+    "E_NOT_FOUND",
+    "E_NO_STORE",
+    "E_SCHEMA_INVALID",
+    "E_SESSION_ARCHIVED",
+    "E_SESSION_NOT_FOUND",
+    "E_SIZE_LIMIT",
+    "E_STORAGE_CORRUPT",
+    "E_STORAGE_FULL",
+    "E_STORAGE_IO",
+    "E_STORE_REPLACED",
+    "E_USAGE",
+    "INTERNAL_EXIT_CODE",
+    "AbortedError",
     "ConcurrencyError",
     "ConflictError",
     "CorruptionError",
     "DuplicateEventError",
+    "EntryNotFoundError",
+    "EventNotFoundError",
     "InvalidEventError",
     "InvalidInputError",
     "InvalidQueryError",
     "LockTimeoutError",
     "MemlogError",
+    "MemoryNotFoundError",
     "NotFoundError",
+    "RetiredError",
     "SessionArchivedError",
+    "SessionNotFoundError",
     "SizeLimitError",
     "StorageError",
     "StorageFullError",
+    "StoreNotFoundError",
+    "UsageError",
 ]
+
+E_MEMLOG: Final = "E_MEMLOG"
+E_SCHEMA_INVALID: Final = "E_SCHEMA_INVALID"
+E_INVALID_FORMAT: Final = "E_INVALID_FORMAT"
+E_INVALID_QUERY: Final = "E_INVALID_QUERY"
+E_SIZE_LIMIT: Final = "E_SIZE_LIMIT"
+E_USAGE: Final = "E_USAGE"
+E_ABORTED: Final = "E_ABORTED"
+E_NOT_FOUND: Final = "E_NOT_FOUND"
+E_SESSION_NOT_FOUND: Final = "E_SESSION_NOT_FOUND"
+E_ENTRY_NOT_FOUND: Final = "E_ENTRY_NOT_FOUND"
+E_MEMORY_NOT_FOUND: Final = "E_MEMORY_NOT_FOUND"
+E_EVENT_NOT_FOUND: Final = "E_EVENT_NOT_FOUND"
+E_NO_STORE: Final = "E_NO_STORE"
+E_SESSION_ARCHIVED: Final = "E_SESSION_ARCHIVED"
+E_CONFLICT: Final = "E_CONFLICT"
+E_CONCURRENT_MOD: Final = "E_CONCURRENT_MOD"
+E_DUPLICATE_EVENT: Final = "E_DUPLICATE_EVENT"
+E_STORAGE_IO: Final = "E_STORAGE_IO"
+E_STORAGE_FULL: Final = "E_STORAGE_FULL"
+E_STORAGE_CORRUPT: Final = "E_STORAGE_CORRUPT"
+E_LOCK_TIMEOUT: Final = "E_LOCK_TIMEOUT"
+E_STORE_REPLACED: Final = "E_STORE_REPLACED"
+# Not an error class: the CLI's answer to a bug (any exception memlog did not raise on purpose).
+E_INTERNAL: Final = "E_INTERNAL"
+INTERNAL_EXIT_CODE: Final = 70
 
 
 class MemlogError(Exception):
     """Base of every error memlog raises on purpose."""
 
-    code: str = "E_MEMLOG"
+    code: str = E_MEMLOG
     exit_code: int = 1
 
     def __init__(self, message: str) -> None:
@@ -43,61 +106,98 @@ class MemlogError(Exception):
         return {"code": self.code, "message": self.message}
 
 
+class AbortedError(MemlogError):
+    """The user declined a confirmation; nothing was written."""
+
+    code = E_ABORTED
+
+
 class InvalidInputError(MemlogError):
     """A caller passed a value that fails validation."""
 
-    code = "E_SCHEMA_INVALID"
+    code = E_SCHEMA_INVALID
     exit_code = 2
+
+
+class UsageError(InvalidInputError):
+    """A command line is malformed (unknown option, bad choice, missing argument)."""
+
+    code = E_USAGE
 
 
 class InvalidEventError(InvalidInputError):
     """An event, stream id, actor or event id is malformed."""
 
-    code = "E_INVALID_FORMAT"
+    code = E_INVALID_FORMAT
 
 
 class InvalidQueryError(InvalidInputError):
     """A search or filter is malformed."""
 
-    code = "E_INVALID_QUERY"
+    code = E_INVALID_QUERY
 
 
 class SizeLimitError(InvalidInputError):
     """Content is larger than the configured limit."""
 
-    code = "E_SIZE_LIMIT"
+    code = E_SIZE_LIMIT
 
 
 class NotFoundError(MemlogError):
     """An id names nothing that exists (or existed at the asked time)."""
 
-    code = "E_NOT_FOUND"
+    code = E_NOT_FOUND
     exit_code = 3
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
+
+class SessionNotFoundError(NotFoundError):
+    """No session has this id (at the asked time)."""
+
+    code = E_SESSION_NOT_FOUND
+
+
+class EntryNotFoundError(NotFoundError):
+    """No entry (or memory) has this id."""
+
+    code = E_ENTRY_NOT_FOUND
+
+
+class MemoryNotFoundError(NotFoundError):
+    """A user has no memory under this key."""
+
+    code = E_MEMORY_NOT_FOUND
+
+
+class EventNotFoundError(NotFoundError):
+    """No event is stored at this seq."""
+
+    code = E_EVENT_NOT_FOUND
+
+
+class StoreNotFoundError(NotFoundError):
+    """A read was pointed at a directory that holds no memlog store."""
+
+    code = E_NO_STORE
 
 
 class SessionArchivedError(MemlogError):
     """The session is archived; restore it first."""
 
-    code = "E_SESSION_ARCHIVED"
+    code = E_SESSION_ARCHIVED
     exit_code = 4
 
 
 class ConflictError(MemlogError):
     """The request contradicts the current state."""
 
-    code = "E_CONFLICT"
+    code = E_CONFLICT
     exit_code = 4
 
 
 class ConcurrencyError(ConflictError):
     """Optimistic concurrency failed: the stream moved on since it was read."""
 
-    code = "E_CONCURRENT_MOD"
+    code = E_CONCURRENT_MOD
 
     def __init__(self, message: str, *, stream: str = "", expected: int = 0, actual: int = 0):
         super().__init__(message)
@@ -109,26 +209,26 @@ class ConcurrencyError(ConflictError):
 class DuplicateEventError(ConflictError):
     """An event id was reused for a different append."""
 
-    code = "E_DUPLICATE_EVENT"
+    code = E_DUPLICATE_EVENT
 
 
 class StorageError(MemlogError):
     """The storage layer failed (I/O, LMDB, Tantivy)."""
 
-    code = "E_STORAGE_IO"
+    code = E_STORAGE_IO
     exit_code = 5
 
 
 class StorageFullError(StorageError):
     """The disk is full; nothing was written."""
 
-    code = "E_STORAGE_FULL"
+    code = E_STORAGE_FULL
 
 
 class CorruptionError(StorageError):
     """Stored bytes do not decode or do not match their commitment."""
 
-    code = "E_STORAGE_CORRUPT"
+    code = E_STORAGE_CORRUPT
 
     def __init__(self, message: str, *, seq: int | None = None) -> None:
         super().__init__(message)
@@ -138,4 +238,20 @@ class CorruptionError(StorageError):
 class LockTimeoutError(StorageError):
     """A maintenance lock could not be taken in time."""
 
-    code = "E_LOCK_TIMEOUT"
+    code = E_LOCK_TIMEOUT
+
+
+class RetiredError(StorageError):
+    """A store was replaced (a rebuild swapped in a new one); reopen it."""
+
+    code = E_STORE_REPLACED
+
+
+# Every code memlog prints, in the order of the table in docs/cli.md.
+CODES: Final[tuple[str, ...]] = (
+    E_SCHEMA_INVALID, E_INVALID_FORMAT, E_INVALID_QUERY, E_SIZE_LIMIT, E_USAGE, E_ABORTED,
+    E_NOT_FOUND, E_SESSION_NOT_FOUND, E_ENTRY_NOT_FOUND, E_MEMORY_NOT_FOUND, E_EVENT_NOT_FOUND,
+    E_NO_STORE, E_SESSION_ARCHIVED, E_CONFLICT, E_CONCURRENT_MOD, E_DUPLICATE_EVENT,
+    E_STORAGE_IO, E_STORAGE_FULL, E_STORAGE_CORRUPT, E_LOCK_TIMEOUT, E_STORE_REPLACED,
+    E_MEMLOG, E_INTERNAL,
+)

@@ -11,13 +11,14 @@ upcaster (see :mod:`eventstore.codec`) when an old shape must be rewritten.
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal, TypeAlias
+from typing import Annotated, Final, TypeAlias
 
 import msgspec
 from msgspec import Meta
 
+from .vocabulary import EntryKind, FindingStatus, Level, Role
+
 __all__ = [
-    "ENTRY_KINDS",
     "EVENT_TYPES",
     "ID_PATTERN",
     "SCHEMA_VERSIONS",
@@ -30,7 +31,6 @@ __all__ = [
     "EntriesAccessed",
     "EntriesDeleted",
     "EntryChanges",
-    "EntryKind",
     "EntryRecorded",
     "EntryRedacted",
     "EntryUpdated",
@@ -58,16 +58,6 @@ Text = Annotated[str, Meta(min_length=1)]
 Label = Annotated[str, Meta(min_length=1, max_length=200)]
 Micros = Annotated[int, Meta(ge=0)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
-EntryKind = Literal[
-    "message", "decision", "finding", "lesson", "preference",
-    "task", "handoff", "summary", "project",
-]
-ENTRY_KINDS: Final[tuple[str, ...]] = (
-    "message", "decision", "finding", "lesson", "preference",
-    "task", "handoff", "summary", "project",
-)
-Role = Literal["user", "assistant", "system", "tool"]
-Level = Literal["low", "medium", "high", "critical"]
 
 
 # --- per-kind details of an entry -------------------------------------------
@@ -97,7 +87,7 @@ class FindingDetails(msgspec.Struct, frozen=True, gc=False, tag="finding", tag_f
     category: Label | None = None
     evidence: str | None = None
     recommendation: str | None = None
-    status: Literal["open", "in_progress", "resolved", "wont_fix"] = "open"
+    status: FindingStatus = "open"
 
 
 class PreferenceDetails(msgspec.Struct, frozen=True, gc=False, tag="preference", tag_field="kind"):
@@ -121,7 +111,7 @@ Details: TypeAlias = MessageDetails | DecisionDetails | FindingDetails | Prefere
 class EntryChanges(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """Fields changed by an update; ``None`` means unchanged."""
 
-    status: Literal["open", "in_progress", "resolved", "wont_fix"] | None = None
+    status: FindingStatus | None = None
     done: bool | None = None
     importance: Unit | None = None
     tags: tuple[Label, ...] | None = None

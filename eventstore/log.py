@@ -8,20 +8,18 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import msgspec
 
-from ._segments import DEFAULT_SPAN
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import validate_payload
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
 from .errors import InvalidEventError, InvalidInputError
 from .events import SCHEMA_VERSIONS, Event
-from .lmdb_backend import LmdbBackend
-from .timeutil import to_micros
+from .factory import open_backend
+from .timeutil import parse_point, to_micros
 
 __all__ = ["EventLog", "LogBatch", "LogSettings"]
 
@@ -36,7 +34,7 @@ class LogSettings(msgspec.Struct, frozen=True):
     max_payload_bytes: int = 1 << 20
     sync: bool = True
     purge_lock_timeout: float = 30.0
-    segment_span: int = DEFAULT_SPAN  # seqs per payload segment, fixed when a log is created
+    segment_span: int | None = None  # seqs per payload segment (backend default), fixed at creation
 
 
 class EventLog:
@@ -53,10 +51,10 @@ class EventLog:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], settings: LogSettings | None = None) -> Self:
-        """Open (creating if missing) the LMDB log in directory ``path``."""
+        """Open (creating if missing) the log at ``path`` (a directory: LMDB)."""
         settings = settings or LogSettings()
-        backend = LmdbBackend(Path(path), sync=settings.sync, segment_span=settings.segment_span,
-                              lock_timeout=settings.purge_lock_timeout)
+        backend = open_backend(path, sync=settings.sync, segment_span=settings.segment_span,
+                               lock_timeout=settings.purge_lock_timeout)
         return cls(backend, settings)
 
     def __enter__(self) -> Self:
@@ -153,6 +151,17 @@ class EventLog:
     def seq_at(self, time: datetime | str | int) -> int:
         """The last seq recorded at or before ``time`` (0 if none)."""
         return self.backend.seq_at(to_micros(time))
+
+    def resolve_point(self, point: datetime | str | int) -> int:
+        """The seq a point names (``@N``, an int seq, or a time: the last seq
+        recorded at or before it), checked to lie within the log."""
+        seq, when = parse_point(point)
+        head = self.backend.head().seq
+        if seq is None:
+            seq = self.backend.seq_at(when or 0)
+        if seq > head:
+            raise InvalidInputError(f"seq {seq} is outside the log (head is {head})")
+        return seq
 
     def head(self) -> Head:
         """The head: last seq, chain hash, time and generation."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import time
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from .errors import InvalidInputError
 
-__all__ = ["format_micros", "now_micros", "parse_time", "to_micros"]
+__all__ = ["Point", "format_micros", "now_micros", "parse_point", "parse_time", "to_micros"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -33,6 +34,32 @@ def parse_time(text: str) -> int:
             f"invalid time {text!r}: use ISO 8601 with a zone, e.g. 2026-01-11T10:00:00Z"
         ) from None
     return to_micros(value)
+
+
+class Point(NamedTuple):
+    """A point in the log as the user named it: a seq, or a time to map to one."""
+
+    seq: int | None
+    time: int | None
+
+
+def parse_point(value: datetime | str | int) -> Point:
+    """Parse ``@N`` (log seq N), an int seq, or a time (ISO 8601 with a zone, an
+    aware datetime). The one parser of points, for the CLI and the library;
+    :meth:`eventstore.EventLog.resolve_point` maps a point to a seq."""
+    if isinstance(value, str) and value.strip().startswith("@"):
+        raw = value.strip()[1:]
+        if not raw.isdigit() or not raw.isascii():
+            raise InvalidInputError(f"invalid seq {value!r}: use @N with N >= 0, e.g. @120")
+        return Point(int(raw), None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InvalidInputError(f"a seq cannot be negative (got {value})")
+        return Point(value, None)
+    if isinstance(value, str | datetime):
+        return Point(None, to_micros(value))
+    raise InvalidInputError(
+        f"a point is @SEQ, an int seq, an ISO 8601 time or a datetime, not {type(value).__name__}")
 
 
 def to_micros(value: datetime | str | int) -> int:

@@ -1,11 +1,12 @@
 """Read models rebuilt from the event log: views, search and decay.
 
-A projection is a pure function of the log (see :mod:`projections.reducers` and
-:mod:`projections._search_apply`); :class:`Projections` owns the I/O, the
-checkpoints and rebuilds.
+A projection is a pure function of the log (see :mod:`projections.views.reducers`
+and :mod:`projections.search.apply`); :class:`Projections` owns the I/O, the
+checkpoints and rebuilds, and :meth:`Projections.search` is the one search
+entry point: a query, an optional as-of seq and the current time in, ranked
+entries out.
 """
 
-from ._view_read import ViewReader
 from .decay import access_score, decay_factor, entry_importance, importance_of, relevance
 from .models import (
     DEFAULT_RATES,
@@ -21,13 +22,26 @@ from .models import (
     StoredEntry,
     TombstoneInfo,
 )
-from .query import SearchHit, SearchQuery, run_search, score, tokens
-from .runner import Projections
-from .search import OPEN_SEQ, SearchIndex, build_schema, entry_document, searchable_text
-from .views import VIEW_DBS, ViewStore
+from .runner import LAYOUT, Projections, PurgeSplit
+from .search import (
+    OPEN_SEQ,
+    Ranked,
+    Ranking,
+    SearchHit,
+    SearchIndex,
+    SearchQuery,
+    build_schema,
+    entry_document,
+    run_search,
+    score,
+    searchable_text,
+    tokens,
+)
+from .views import VIEW_DBS, ViewReader, ViewStore
 
 __all__ = [
     "DEFAULT_RATES",
+    "LAYOUT",
     "OPEN_SEQ",
     "VIEW_DBS",
     "AccessView",
@@ -36,7 +50,10 @@ __all__ = [
     "EntryView",
     "MemoryView",
     "Projections",
+    "PurgeSplit",
     "RankInputs",
+    "Ranked",
+    "Ranking",
     "RedactionInfo",
     "SearchHit",
     "SearchIndex",

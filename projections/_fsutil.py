@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eventstore import StorageError, open_shared_env, release_shared_env, wipe_tree
+from eventstore import StorageError
+from eventstore.storage import open_shared_env, release_shared_env, wipe_tree
 
 __all__ = ["wipe_dir"]
 

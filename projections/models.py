@@ -12,18 +12,15 @@ payload at ``source_seq`` and applying the accumulated ``changes``.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
-from eventstore import EntryChanges, EntryRecorded
+from eventstore import EntryChanges, EntryRecorded, EntryState, MemoryState
 
 __all__ = [
     "DEFAULT_RATES",
     "AccessView",
     "DecayParams",
     "DeletionRecord",
-    "EntryState",
     "EntryView",
     "MemoryView",
     "RedactionInfo",
@@ -33,7 +30,6 @@ __all__ = [
     "TombstoneInfo",
 ]
 
-EntryState = Literal["live", "deleted", "redacted", "compacted"]
 
 
 class TombstoneInfo(msgspec.Struct, frozen=True, gc=False):
@@ -137,7 +133,7 @@ class MemoryView(msgspec.Struct, frozen=True, gc=False):
     key: str
     memory_id: str
     content: str | None
-    state: Literal["live", "forgotten"]
+    state: MemoryState
     saved_seq: int
     saved_at: int
     changed_seq: int

@@ -24,13 +24,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eventstore import EventLog, RecordedEvent, RetiredError, purge_env, wipe_tree
+from eventstore import EventLog, RecordedEvent, RetiredError
+from eventstore.storage import purge_env, wipe_tree
 
 from ._fsutil import wipe_dir
-from ._search_apply import search_ops
-from ._view_read import ViewReader
-from .search import OPEN_SEQ, SearchIndex, entry_document
-from .views import VIEW_DBS, ViewStore
+from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
+from .views import VIEW_DBS, ViewReader, ViewStore
 
 __all__ = ["Projections", "PurgeSplit"]
 
@@ -199,6 +198,22 @@ class Projections:
                         raise
             yield reader
 
+    def search(self, query: SearchQuery, *, as_of: int | None = None, now: int,
+               reader: ViewReader | None = None) -> Ranking:
+        """The entries ``query`` finds, as of a seq if given, ranked at ``now``
+        (see :func:`projections.search.rank`).
+
+        ``reader``: a reader the caller holds from :meth:`read` with
+        ``search=True`` (several searches on one snapshot, as the context
+        builder makes); without it, one is opened for this search.
+        """
+        if reader is not None:
+            assert self.search_index is not None
+            return rank(self.search_index, reader, query, as_of, now)
+        with self.read(as_of, search=True) as views:
+            assert self.search_index is not None
+            return rank(self.search_index, views, query, as_of, now)
+
     # -- physical purge -----------------------------------------------------
 
     def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool) -> PurgeSplit:
@@ -220,19 +235,40 @@ class Projections:
             rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
         views_s = time.perf_counter() - started if views else 0.0
         index = self.search_index
-        shards = sorted({index.shard_of(eid) for eid in entry_ids})
-        with index.lock.exclusive(timeout):
-            for n in shards:
-                with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
-                rewritten.append(str(index.shards[n].link))
-                wipe_tree(old)
+        rewritten += self._rebuild_shards(sorted({index.shard_of(eid) for eid in entry_ids}), timeout)
         for path in self.data_dir.glob("proj-*"):
             if path.is_dir() and path.name != self._target:
                 wipe_dir(path, VIEW_DBS)
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
 
+    def _rebuild_shards(self, shards: Iterable[int], timeout: float,
+                        progress: Progress | None = None) -> list[str]:
+        """Rebuild ``shards`` from the views into fresh directories, swap them
+        in and wipe the old ones; return the shard links rewritten."""
+        index = self.search_index
+        assert index is not None and self.views is not None
+        rewritten = []
+        with index.lock.exclusive(timeout):
+            for n in shards:
+                with self.views.read() as reader:  # documents and checkpoint from one snapshot
+                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
+                    if progress:
+                        progress(reader.checkpoint())
+                rewritten.append(str(index.shards[n].link))
+                wipe_tree(old)
+        return rewritten
+
     # -- rebuild ------------------------------------------------------------
+
+    def rebuild_search(self, progress: Progress | None = None, timeout: float = 30.0) -> int:
+        """Rebuild the search index alone, shard by shard, from the views (caught
+        up first): each shard is written into a fresh directory and swapped in,
+        its old files wiped. Returns the seq it was rebuilt to."""
+        head = self.catch_up()
+        assert self.search_index is not None
+        self._rebuild_shards(range(len(self.search_index.shards)), timeout, progress)
+        self._indexed_head = -1
+        return head
 
     def replay(self, until: int | None = None, progress: Progress | None = None) -> int:
         """Rebuild every projection into a fresh directory and swap it in.

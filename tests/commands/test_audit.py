@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commands import MemoryLog
-from commands._search import find
+from commands.app.results import entry_result, memory_result, session_result
 from commands.cli import cli
-from commands.results import entry_result, memory_result, session_result
 from eventstore import NotFoundError, format_micros
 from projections import SearchQuery
 
@@ -88,9 +87,10 @@ def as_of_reads(runner: Runner, k: int) -> dict[str, Any]:
         if eid in runner.erased:
             continue
         try:
-            entries[eid] = past.show(eid)
+            shown = past.show(eid)
         except NotFoundError:
-            entries[eid] = None
+            shown = None
+        entries[eid] = None if shown is None or shown.state == "absent" else shown
     return {
         "entries": entries,
         "sessions": {s.id: s for s in past.sessions()},
@@ -115,8 +115,9 @@ def replayed_reads(runner: Runner, time: int) -> dict[str, Any]:
         sessions = {v.session_id: session_result(v, views.session_stats(v.session_id))
                     for v in views.sessions()}
         memories = [memory_result(m) for m in views.memories("alice") if m.key not in runner.forgotten]
-        search = [sorted(h.id for h in find(proj, views, SearchQuery(text=q, limit=50), None, time)
-                         if h.id not in runner.erased) for q in QUERIES]
+        search = [sorted(r.view.entry_id
+                         for r in proj.search(SearchQuery(text=q, limit=50), now=time, reader=views).entries
+                         if r.view.entry_id not in runner.erased) for q in QUERIES]
     return {"entries": entries, "sessions": sessions, "memories": memories, "search": search, "time": time}
 
 
@@ -131,7 +132,7 @@ def test_as_of_equals_replay_until(tmp_path_factory: pytest.TempPathFactory, his
             runner.apply(op)
         k = data.draw(st.integers(1, mem.log.head().seq))
         past = as_of_reads(runner, k)
-        mem.replay(until=k)
+        mem.proj.replay(until=k)
         assert replayed_reads(runner, past["time"]) == past
         mem.replay()
 

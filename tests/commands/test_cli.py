@@ -142,7 +142,7 @@ BAD = [
     (("session", "show", "bad id"), 2, "session id"),
     (("session", "start", "--meta", "novalue"), 2, "KEY=VALUE"),
     (("decay", "--rate", "message=fast"), 2, "KIND=RATE"),
-    (("replay", "--until", "@x"), 2, "invalid seq"),
+    (("audit", "at", "@x", "entry", "x"), 2, "invalid seq"),
 ]
 
 

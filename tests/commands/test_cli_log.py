@@ -65,16 +65,17 @@ def test_replay_json_and_progress(store: Path) -> None:
     code, out, err = run(store, "--json", "replay")
     assert code == 0 and json.loads(out)["events"] == 6
     assert "replaying" in err
-    code, out, _ = run(store, "--json", "replay", "--until", "@3")
-    assert code == 0 and json.loads(out)["events"] == 3
+    code, out, _ = run(store, "--json", "replay", "--projection", "search")
+    assert code == 0 and json.loads(out)["events"] == 6
+    assert json.loads(out)["projections"] == ["search"]
 
 
-@pytest.mark.parametrize("until", ["@x", "yesterday", "2026-01-01T00:00:00"])
-def test_replay_bad_until_is_one_error_line(store: Path, until: str) -> None:
-    """A bad --until exits 2 with one Error line and writes nothing."""
+@pytest.mark.parametrize("until", ["@x", "yesterday", "2026-01-01T00:00:00", "@-1"])
+def test_a_bad_point_is_one_error_line(store: Path, until: str) -> None:
+    """A bad @SEQ or time (the one point parser) exits 2 with one Error line and writes nothing."""
     with EventLog.open(store / "log") as log:
         head = log.head()
-    code, out, err = run(store, "replay", "--until", until)
+    code, out, err = run(store, "audit", "at", until, "entry", "e1")
     assert code == 2 and out == ""
     assert err.strip().startswith("Error:") and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err

@@ -16,8 +16,8 @@ import structlog
 from click.testing import CliRunner
 
 from commands import MemoryLog
+from commands.app.scan import scan_tree
 from commands.cli import cli
-from commands.scan import scan_tree
 
 ENTRIES = 10_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commands.scan import purge_scope, scan_needles
+from commands.app.scan import purge_scope, scan_needles
 
 
 def test_scope_leaves_out_only_untouched_segments_and_shards(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import lmdb
 
-from eventstore._lmdb_layout import DB_NAMES, META, PAYLOADS, SPAN, seq_key, seq_of_key
+from eventstore.lmdb.layout import DB_NAMES, META, PAYLOADS, SPAN, seq_key, seq_of_key
 
 
 @contextlib.contextmanager

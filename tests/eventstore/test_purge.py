@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from eventstore import EntriesDeleted, EntryRecorded, EventLog
-from eventstore._lmdb_layout import PAYLOADS
+from eventstore.lmdb.layout import PAYLOADS
 
 from ..conftest import scan_dir
 from .tamper import get_value

@@ -10,7 +10,7 @@ import lmdb
 import pytest
 
 from eventstore import EntriesDeleted, EntryRecorded, EventLog, InvalidInputError, LogSettings
-from eventstore._lmdb_layout import DB_NAMES, ERASING, META, PAYLOADS, SPAN, seq_key
+from eventstore.lmdb.layout import DB_NAMES, ERASING, META, PAYLOADS, SPAN, seq_key
 
 from ..conftest import scan_dir
 from .tamper import get_value, put_value, raw_env, segment_dir
@@ -149,7 +149,7 @@ def test_a_purge_that_fails_after_a_swap_still_moves_every_process_on(
     generation still moves (no process may keep writing the old file), the old
     file is wiped, nothing is lost, and the next purge finishes the job."""
     from eventstore import StorageError
-    from eventstore import purge as purge_module
+    from eventstore.storage import compact as purge_module
 
     markers = [secrets.token_hex(16), secrets.token_hex(16)]
     with EventLog.open(log_dir, SPAN_3) as log:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eventstore import CorruptionError, EntriesDeleted, EventLog
-from eventstore._lmdb_layout import HEADERS, META, PAYLOADS
+from eventstore.lmdb.layout import HEADERS, META, PAYLOADS
 
 from .contract import entry
 from .tamper import flip, get_value, put_value, raw_env, segment_dir

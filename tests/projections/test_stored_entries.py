@@ -26,7 +26,7 @@ from eventstore import (
     TaskDetails,
 )
 from projections import EntryView, Projections, entry_importance
-from projections import reducers as r
+from projections.views import reducers as r
 
 LEVELS = st.sampled_from([None, "low", "medium", "high", "critical"])
 STATUSES = st.sampled_from(["open", "in_progress", "resolved", "wont_fix"])

@@ -1,0 +1,62 @@
+"""The application: a :class:`Store` composed of log, projections, settings
+and writer, and the use cases that run on it.
+
+Each use case is a function that takes the store first:
+
+- :mod:`.sessions`: start, read, list, archive, restore;
+- :mod:`.records`: entries of every kind, their updates, user memories, show;
+- :mod:`.search`: validated queries and results with snippets;
+- :mod:`.context`: the context block within a token budget;
+- :mod:`.audit`: as-of reads, history, the raw log;
+- :mod:`.forgetting`: delete, forget, redact, retention, purge (the pipeline
+  itself is :mod:`.privacy`, with the forensic :mod:`.scan` and the
+  deletion :mod:`.reports`);
+- :mod:`.maintenance`: decay parameters, replay, verify, stats.
+
+Nothing here imports the facade or the CLI.
+"""
+
+from . import audit, forgetting, maintenance, records, search, sessions
+from .audit import HistoryItem, PointInTime
+from .context import DROP_ORDER, build_context, chars_over_four
+from .privacy import DeletionReport
+from .redaction import PATTERNS, Redactor
+from .results import (
+    ContextBlock,
+    ContextSection,
+    EntryResult,
+    MemoryResult,
+    SearchResult,
+    SessionResult,
+)
+from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
+from .store import Store, holds_store, require_store
+
+__all__ = [
+    "DEFAULT_RETENTION_DAYS",
+    "DROP_ORDER",
+    "PATTERNS",
+    "ContextBlock",
+    "ContextSection",
+    "DeletionReport",
+    "EntryResult",
+    "HistoryItem",
+    "MemoryResult",
+    "PointInTime",
+    "Redactor",
+    "SearchResult",
+    "SessionResult",
+    "Settings",
+    "Store",
+    "audit",
+    "build_context",
+    "chars_over_four",
+    "forgetting",
+    "holds_store",
+    "load_settings",
+    "maintenance",
+    "records",
+    "require_store",
+    "search",
+    "sessions",
+]

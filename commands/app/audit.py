@@ -1,0 +1,209 @@
+"""Point-in-time audit: what memlog knew at any moment, and who changed it.
+
+- :class:`PointInTime` answers reads as of a seq from the temporal views and the
+  seq intervals of the search index: a lookup, not a replay. Content erased
+  since shows as deleted, with the tombstone, never the content.
+- :func:`history` lists every event that touched an entity.
+- :func:`filter_log` filters the raw log.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from eventstore import (
+    DecayApplied,
+    DeletionRequested,
+    EntriesAccessed,
+    EntriesDeleted,
+    EntryNotFoundError,
+    EntryRecorded,
+    EntryRedacted,
+    EntryUpdated,
+    InvalidInputError,
+    MemoryForgotten,
+    MemorySaved,
+    PurgeCompleted,
+    RecordedEvent,
+    SessionArchived,
+    SessionCompacted,
+    SessionRestored,
+    SessionStarted,
+    SessionUpdated,
+    format_micros,
+    parse_time,
+)
+
+from . import records, sessions
+from .context import build_context
+from .results import ContextBlock, EntryResult, MemoryResult, SearchResult, SessionResult, absent_result
+from .search import find, make_query
+from .store import Store
+from .validate import check_id
+
+__all__ = ["HistoryItem", "PointInTime", "filter_log", "history"]
+
+
+_QUERY_OPTIONS = frozenset(inspect.signature(make_query).parameters) - {"text", "include_archived"}
+
+
+class PointInTime:
+    """Read-only reads as of one seq: ``mem.as_of("2026-01-11T10:00:00Z")``."""
+
+    def __init__(self, store: Store, seq: int) -> None:
+        self.store = store
+        self.seq = seq
+        self.time = store.log.get(seq).recorded_at if seq > 0 else 0
+
+    def show(self, item_id: str) -> EntryResult | MemoryResult:
+        """An entry (live, redacted, compacted or deleted) or memory as it was.
+
+        An id recorded after the point answers with state ``absent`` (DESIGN
+        section 7); an id that never existed is an error.
+        """
+        try:
+            return records.show(self.store, item_id, self.seq)
+        except EntryNotFoundError:
+            current = records.show(self.store, item_id)  # raises when the id never existed
+        return absent_result(current)
+
+    def session(self, session_id: str) -> SessionResult:
+        """A session's manifest and statistics as they were."""
+        return sessions.session(self.store, session_id, self.seq)
+
+    def sessions(self, user_id: str | None = None) -> list[SessionResult]:
+        """Sessions known at the point."""
+        return sessions.sessions(self.store, user_id, archived=None, as_of=self.seq)
+
+    def memories(self, user_id: str) -> list[MemoryResult]:
+        """A user's memories as they were (erased ones never show)."""
+        return records.memories(self.store, user_id, self.seq)
+
+    def search(self, text: str = "", **filters: Any) -> list[SearchResult]:
+        """Search as of the point: documents current then, decay computed at its time."""
+        filters.pop("record_access", None)
+        unknown = set(filters) - _QUERY_OPTIONS
+        if unknown:
+            raise InvalidInputError(f"unknown search options: {', '.join(sorted(unknown))}")
+        return find(self.store, make_query(text, **filters), self.seq, self.time)
+
+    def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
+                count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
+        """The context block as it would have been built at the point."""
+        budget = budget_tokens or self.store.settings.context_budget_tokens
+        return build_context(self.store, session_id, query, budget, count_tokens, as_of=self.seq,
+                             now=self.time)
+
+
+class HistoryItem(msgspec.Struct, frozen=True):
+    """One event in an entity's history (content only while it still exists)."""
+
+    seq: int
+    type: str
+    recorded_at: str
+    actor: str
+    what: str
+    reason: str | None = None
+    request_id: str | None = None
+    content: str | None = None
+    occurred_at: str | None = None
+
+
+def history(store: Store, item_id: str) -> list[HistoryItem]:
+    """Every event that touched an entry, memory or session, oldest first."""
+    iid = check_id(item_id, "id")
+    items: list[HistoryItem] = []
+    erased_by: dict[int, tuple[str, str | None]] = {}
+    created = False
+    requests: set[str] = set()
+    for rec in store.log.read():
+        item = _touch(rec, iid, erased_by)
+        if item is not None:
+            created = created or item.type in ("entry.recorded", "memory.saved", "session.started")
+            if item.request_id:
+                requests.add(item.request_id)
+            items.append(item)
+        elif created and isinstance(rec.event, DecayApplied):
+            items.append(_item(rec, "decay parameters changed"))
+        elif isinstance(rec.event, PurgeCompleted) and requests & set(rec.event.request_ids):
+            verified = "verified" if rec.event.verified else "NOT verified"
+            items.append(_item(rec, f"purged from every file ({verified})"))
+    for seq, (kind, request_id) in erased_by.items():
+        if not any(i.seq == seq for i in items):
+            header = store.log.get(seq).header
+            items.append(HistoryItem(seq, header.type, format_micros(header.recorded_at), header.actor,
+                                     f"{kind}; content erased", request_id=request_id))
+    if not items:
+        raise EntryNotFoundError(f"no event ever touched {iid}")
+    return sorted(items, key=lambda i: i.seq)
+
+
+def _item(rec: RecordedEvent, what: str, **extra: Any) -> HistoryItem:
+    return HistoryItem(rec.seq, rec.type, format_micros(rec.recorded_at), rec.actor, what, **extra)
+
+
+def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | None]]) -> HistoryItem | None:
+    event = rec.event
+    match event:
+        case EntryRecorded() if event.entry_id == iid:
+            return _item(rec, f"{event.kind} recorded", content=event.content,
+                         occurred_at=format_micros(event.occurred_at))
+        case EntryUpdated() if event.entry_id == iid:
+            changes = {k: v for k, v in msgspec.to_builtins(event.changes).items() if v is not None}
+            return _item(rec, f"updated: {changes}")
+        case EntriesAccessed() if iid in event.entry_ids:
+            return _item(rec, "returned by a search (access count +1)")
+        case EntryRedacted() if event.entry_id == iid:
+            for seq in rec.header.erases:
+                erased_by.setdefault(seq, ("entry.recorded" if seq == event.target_seq else "redacted", None))
+            return _item(rec, f"redacted: {dict(event.spans)} by {event.requested_by}", reason=event.reason,
+                         content=event.redacted.content if event.redacted else None)
+        case EntriesDeleted() if iid in event.entry_ids:
+            for ref in event.refs:
+                if ref.entry_id == iid:
+                    erased_by[ref.recorded_seq] = (f"{ref.kind} recorded", event.request_id)
+            return _item(rec, "deleted (tombstone)", request_id=event.request_id)
+        case DeletionRequested() if iid in event.criteria.ids or iid in (event.criteria.session_id,
+                                                                         event.criteria.user_id):
+            return _item(rec, f"deletion requested by {event.requested_by}", reason=event.reason,
+                         request_id=event.request_id)
+        case SessionCompacted() if iid in event.removed_entry_ids or iid == event.session_id:
+            return _item(rec, f"compacted into summary {event.summary_entry_id}")
+        case MemorySaved() if iid in (event.memory_id, f"{event.user_id}:{event.key}"):
+            return _item(rec, f"memory {event.key} saved for {event.user_id}", content=event.content)
+        case MemoryForgotten() if iid in (event.memory_id, f"{event.user_id}:{event.key}"):
+            return _item(rec, f"memory {event.key} forgotten")
+        case SessionStarted() | SessionUpdated() | SessionArchived() | SessionRestored() \
+                if event.session_id == iid:
+            return _item(rec, rec.type.split(".")[1])
+        case _:
+            return None
+    return None
+
+
+def filter_log(store: Store, since: str | None = None, until: str | None = None,
+               stream: str | None = None, type_: str | None = None, actor: str | None = None,
+               limit: int = 100) -> Iterator[dict[str, Any]]:
+    """Raw log records (headers; no content) matching the filters, oldest first."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError("limit must be a positive integer")
+    start = store.log.seq_at(parse_time(since)) + 1 if since else 1
+    stop = store.log.seq_at(parse_time(until)) if until else None
+    records: Iterable[RecordedEvent] = store.log.read(start, stop) if stream is None \
+        else store.log.read_stream(check_id(stream, "stream"))
+    shown = 0
+    for rec in records:
+        if (type_ and rec.type != type_) or (actor and rec.actor != actor) or rec.seq < start \
+                or (stop is not None and rec.seq > stop):
+            continue
+        yield {"seq": rec.seq, "type": rec.type, "stream": rec.stream, "version": rec.version,
+               "id": rec.id, "recorded_at": format_micros(rec.recorded_at), "actor": rec.actor,
+               "erased": rec.event is None, "erases": list(rec.header.erases)}
+        shown += 1
+        if shown >= limit:
+            return
+

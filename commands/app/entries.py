@@ -1,0 +1,128 @@
+"""Deciding entries: validated, redacted ``entry.recorded`` events for each kind.
+
+Nothing here writes; the facade appends what these functions return.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+
+import msgspec
+
+from eventstore import (
+    FINDING_STATUSES,
+    ID_PREFIXES,
+    LEVELS,
+    ROLES,
+    DecisionDetails,
+    Details,
+    EntryRecorded,
+    FindingDetails,
+    InvalidInputError,
+    MessageDetails,
+    PreferenceDetails,
+    TaskDetails,
+    map_texts,
+    now_micros,
+)
+
+from .redaction import Redactor
+from .validate import (
+    check_choice,
+    check_content,
+    check_id,
+    check_ids,
+    check_labels,
+    check_unit,
+    optional_text,
+    to_time,
+)
+
+__all__ = ["EntryFactory", "new_id"]
+
+
+def new_id(prefix: str) -> str:
+    """A new random id such as ``dec-3f9a1c2b7d4e``."""
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+class EntryFactory:
+    """Builds entry events with seed 000's fields, applying ingest redaction."""
+
+    def __init__(self, limit: int, redactor: Redactor | None) -> None:
+        self.limit = limit
+        self.redactor = redactor
+
+    def build(self, kind: str, content: object, *, session_id: str | None = None,
+              user_id: str | None = None, agent_id: str | None = None, role: str | None = None,
+              tags: Iterable[object] | None = None, importance: object = None,
+              occurred_at: object = None, derived_from: Iterable[object] | None = None,
+              details: Details | None = None, field: str = "content") -> EntryRecorded:
+        """One validated, redacted entry."""
+        text = check_content(content, field, self.limit)
+        when = to_time(occurred_at, "occurred_at")  # type: ignore[arg-type]
+        entry = EntryRecorded(
+            entry_id=new_id(ID_PREFIXES[kind]), kind=kind,  # type: ignore[arg-type]
+            content=text, occurred_at=now_micros() if when is None else when,
+            session_id=None if session_id is None else check_id(session_id, "session id"),
+            user_id=None if user_id is None else check_id(user_id, "user id"),
+            agent_id=None if agent_id is None else check_id(agent_id, "agent id"),
+            role=None if role is None else check_choice(role, "role", ROLES),  # type: ignore[arg-type]
+            tags=check_labels(tags, "tags"), importance=check_unit(importance, "importance"),
+            derived_from=check_ids(derived_from, "derived_from"), details=details,
+        )
+        redactor = self.redactor
+        if redactor is None:
+            return entry
+        counts: dict[str, int] = {}
+        # Every text of the entry (eventstore.entry_texts), its details and tags included.
+        entry = map_texts(entry, lambda value: redactor.redact(value, counts))
+        return msgspec.structs.replace(entry, redactions=counts) if counts else entry
+
+    def message(self, topic: object = None, parent_id: object = None) -> MessageDetails | None:
+        """Message details (topic and parent)."""
+        if topic is None and parent_id is None:
+            return None
+        return MessageDetails(
+            topic=None if topic is None else check_labels([topic], "topic")[0],
+            parent_id=None if parent_id is None else check_id(parent_id, "parent id"),
+        )
+
+    def decision(self, rationale: object, alternatives: Iterable[object] | None, impact: object,
+                 made_by: object, approved_by: Iterable[object] | None) -> DecisionDetails:
+        """Decision details (seed 000)."""
+        alts = tuple(check_content(a, "alternative", self.limit) for a in (alternatives or ()))
+        return DecisionDetails(
+            rationale=optional_text(rationale, "rationale", self.limit), alternatives=alts,
+            impact=None if impact is None else check_choice(impact, "impact", LEVELS),  # type: ignore[arg-type]
+            made_by=None if made_by is None else check_id(made_by, "made_by"),
+            approved_by=check_ids(approved_by, "approved_by"),
+        )
+
+    def finding(self, severity: object, category: object, evidence: object, recommendation: object,
+                status: object) -> FindingDetails:
+        """Finding details (seed 000)."""
+        return FindingDetails(
+            severity=None if severity is None else check_choice(severity, "severity", LEVELS),  # type: ignore[arg-type]
+            category=None if category is None else check_labels([category], "category")[0],
+            evidence=optional_text(evidence, "evidence", self.limit),
+            recommendation=optional_text(recommendation, "recommendation", self.limit),
+            status=check_choice(status, "status", FINDING_STATUSES),  # type: ignore[arg-type]
+        )
+
+    def preference(self, key: object, value: object, category: object,
+                   confidence: object) -> PreferenceDetails:
+        """Preference details (user scope)."""
+        if not isinstance(key, str) or not key.strip() or len(key) > 200:
+            raise InvalidInputError("preference key must be 1-200 characters")
+        return PreferenceDetails(
+            key=key.strip(), value=check_content(value, "value", self.limit),
+            category=None if category is None else check_labels([category], "category")[0],
+            confidence=check_unit(confidence, "confidence"),
+        )
+
+    @staticmethod
+    def task() -> TaskDetails:
+        """A new, open task."""
+        return TaskDetails(done=False)

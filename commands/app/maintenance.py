@@ -1,0 +1,100 @@
+"""Use cases that keep the store: decay parameters, replay, verify and stats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventstore import ENTRY_KINDS, DecayApplied, InvalidInputError, VerifyResult, now_micros
+from projections import DecayParams
+
+from .store import Store
+from .validate import check_choice, check_unit, to_time
+
+__all__ = ["PROJECTIONS", "apply_decay", "decay_params", "params_dict", "replay", "stats", "verify"]
+
+PROJECTIONS = ("views", "search")
+
+
+def decay_params(store: Store, as_of: int | None = None) -> DecayParams:
+    """The decay parameters in force (as of a seq, if given)."""
+    with store.read(as_of) as views:
+        return views.decay_params()
+
+
+def apply_decay(store: Store, as_of: datetime | str | int | None = None,
+                rates: dict[str, float] | None = None, floor: float | None = None) -> int:
+    """Emit ``decay.applied``: the parameters in force from ``as_of`` on.
+
+    Only what is given changes: each rate in ``rates`` and, if given, the floor;
+    every other rate, the floor and the boosts stay as they are in force now.
+    """
+    when = to_time(as_of, "as_of") or now_micros()
+    for kind, rate in (rates or {}).items():
+        check_choice(kind, "kind", ENTRY_KINDS)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0:
+            raise InvalidInputError(f"decay rate for {kind} must be a number >= 0")
+    value = None if floor is None else check_unit(floor, "floor")
+    current = decay_params(store)
+    event = DecayApplied(as_of=when, rates={**current.rates, **(rates or {})},
+                         floor=current.floor if value is None else value,
+                         access_boost=current.access_boost, importance_boost=current.importance_boost)
+    store.writer.append("system", lambda: [event])
+    return store.writer.last_seq
+
+
+def params_dict(params: DecayParams) -> dict[str, Any]:
+    """Decay parameters as a JSON-ready mapping (``decay --show``)."""
+    return msgspec.to_builtins(params)  # type: ignore[no-any-return]
+
+
+def verify(store: Store) -> VerifyResult:
+    """Walk the log's hash chain."""
+    return store.log.verify()
+
+
+def replay(store: Store, projections: Iterable[str] = PROJECTIONS,
+           progress: Callable[[int], None] | None = None) -> int:
+    """Rebuild projections from the log; returns the seq they were rebuilt to.
+
+    Both (the default) rebuild into a fresh directory swapped in atomically;
+    ``search`` alone rebuilds the search shards from the views. The views
+    cannot be rebuilt alone: they and the search index live in one projection
+    directory, swapped together.
+    """
+    names = set(projections)
+    for name in names:
+        check_choice(name, "projection", PROJECTIONS)
+    if names == {"search"}:
+        return store.proj.rebuild_search(progress)
+    if names == {"views"}:
+        raise InvalidInputError("the views are rebuilt together with search (one directory, swapped "
+                                "whole): run `memlog replay`, or `--projection search` for search alone")
+    return store.proj.replay(progress=progress)
+
+
+def stats(store: Store) -> dict[str, Any]:
+    """Event count, head seq, counts by kind, sizes on disk and checkpoints."""
+    head = store.log.head()
+    with store.read() as views:
+        counters = views.counters()
+        checkpoint = views.checkpoint()
+    assert store.proj.search_index is not None
+    sizes = {"log": _dir_size(store.data_dir / "log"), "views": _dir_size(store.proj.root / "views"),
+             "search": _dir_size(store.proj.root / "search")}
+    return {
+        "events": head.seq, "head_seq": head.seq, "head_hash": head.hash,
+        "entries": counters.get("entries", 0),
+        "by_kind": {k[5:]: v for k, v in counters.items() if k.startswith("kind:")},
+        "by_type": {k[5:]: v for k, v in counters.items() if k.startswith("type:")},
+        "bytes_on_disk": sizes, "checkpoints": {"views": checkpoint,
+                                                "search": store.proj.search_index.checkpoint()},
+    }
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0

@@ -1,0 +1,177 @@
+"""Use cases that record: entries of every kind, their updates, user memories,
+and reading an entry or memory back.
+
+Every write decides first (validation, ingest redaction, state checks against
+the views) and then appends with the stream's expected version through the
+store's writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from eventstore import (
+    FINDING_STATUSES,
+    ROLES,
+    SHOWN_STATES,
+    EntryChanges,
+    EntryNotFoundError,
+    EntryRecorded,
+    EntryUpdated,
+    InvalidInputError,
+    MemorySaved,
+)
+from projections import DEFAULT_RATES
+
+from . import log as _log
+from .entries import new_id
+from .results import EntryResult, MemoryResult, entry_result, memory_result
+from .store import Store
+from .validate import check_choice, check_content, check_id, check_key, check_unit
+
+__all__ = [
+    "change_entry",
+    "memories",
+    "record",
+    "record_decision",
+    "record_finding",
+    "record_kind",
+    "record_message",
+    "remember",
+    "set_importance",
+    "set_preference",
+    "show",
+    "update_finding",
+]
+
+
+def record(store: Store, entry: EntryRecorded, stream: str | None = None) -> str:
+    """Append an entry event to its session's stream (or its user's)."""
+    target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
+    store.writer.append(target, lambda: [entry], keeps_live=True)
+    _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
+    return entry.entry_id
+
+
+def record_message(store: Store, session_id: str, *, role: str, content: str,
+                   agent_id: str | None = None, topic: str | None = None, parent_id: str | None = None,
+                   occurred_at: Any = None, tags: Iterable[str] = (),
+                   importance: float | None = None) -> str:
+    """Record a conversation message."""
+    sid = store.writer.live_session(session_id)
+    details = store.entries.message(topic, parent_id)
+    return record(store, store.entries.build(
+        "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
+        tags=tags, importance=importance, occurred_at=occurred_at, details=details))
+
+
+def record_decision(store: Store, session_id: str, *, decision: str, rationale: str | None = None,
+                    alternatives: Iterable[str] = (), impact: str | None = None,
+                    made_by: str | None = None, approved_by: Iterable[str] = (),
+                    tags: Iterable[str] = (), occurred_at: Any = None,
+                    derived_from: Iterable[str] = ()) -> str:
+    """Record a decision (seed 000's fields)."""
+    sid = store.writer.live_session(session_id)
+    details = store.entries.decision(rationale, alternatives, impact, made_by, approved_by)
+    return record(store, store.entries.build(
+        "decision", decision, session_id=sid, agent_id=made_by, tags=tags, occurred_at=occurred_at,
+        derived_from=derived_from, details=details, field="decision"))
+
+
+def record_finding(store: Store, session_id: str, *, description: str, severity: str | None = None,
+                   category: str | None = None, evidence: str | None = None,
+                   recommendation: str | None = None, status: str = "open",
+                   tags: Iterable[str] = (), agent_id: str | None = None,
+                   occurred_at: Any = None) -> str:
+    """Record a finding (seed 000's fields)."""
+    sid = store.writer.live_session(session_id)
+    details = store.entries.finding(severity, category, evidence, recommendation, status)
+    return record(store, store.entries.build(
+        "finding", description, session_id=sid, agent_id=agent_id, tags=tags,
+        occurred_at=occurred_at, details=details, field="description"))
+
+
+def record_kind(store: Store, kind: str, session_id: str, content: str, **fields: Any) -> str:
+    """Record an entry of a kind without details of its own (lesson, handoff,
+    summary, project) or a new task; ``fields`` as :meth:`EntryFactory.build`."""
+    sid = store.writer.live_session(session_id)
+    if kind == "task":
+        fields["details"] = store.entries.task()
+    return record(store, store.entries.build(kind, content, session_id=sid, **fields))
+
+
+def set_preference(store: Store, user_id: str, *, key: str, value: str, category: str | None = None,
+                   confidence: float | None = None, session_id: str | None = None) -> str:
+    """Record a user-scoped preference."""
+    uid = check_id(user_id, "user id")
+    sid = None if session_id is None else store.writer.live_session(session_id)
+    details = store.entries.preference(key, value, category, confidence)
+    return record(store, store.entries.build("preference", f"{details.key}: {details.value}",
+                                             session_id=sid, user_id=uid, details=details),
+                  stream=f"user:{uid}")
+
+
+def change_entry(store: Store, entry_id: str, kinds: Iterable[str], changes: EntryChanges) -> None:
+    """Append ``entry.updated`` for a shown entry of one of ``kinds``."""
+    eid = check_id(entry_id, "entry id")
+    allowed = tuple(kinds)
+    with store.read() as views:
+        view = views.entry(eid)
+    if view is None or view.entry is None or view.state not in SHOWN_STATES:
+        raise EntryNotFoundError(f"entry {eid} not found")
+    if view.kind not in allowed:
+        raise InvalidInputError(f"entry {eid} is a {view.kind}, not a {' or '.join(allowed)}")
+    stream = f"session:{view.session_id}" if view.session_id else f"user:{view.user_id}"
+    store.writer.append(stream, lambda: [EntryUpdated(entry_id=eid, changes=changes)])
+
+
+def update_finding(store: Store, finding_id: str, status: str) -> None:
+    """Change a finding's status."""
+    check_choice(status, "status", FINDING_STATUSES)
+    change_entry(store, finding_id, ("finding",), EntryChanges(status=status))  # type: ignore[arg-type]
+
+
+def set_importance(store: Store, entry_id: str, importance: float) -> None:
+    """Set an entry's importance (0 to 1)."""
+    value = check_unit(importance, "importance")
+    change_entry(store, entry_id, tuple(DEFAULT_RATES), EntryChanges(importance=value))
+
+
+def remember(store: Store, user_id: str, key: str, content: str, session_id: str | None = None) -> str:
+    """Remember ``content`` for a user under ``key`` (replacing an earlier one)."""
+    uid, k = check_id(user_id, "user id"), check_key(key)
+    text = check_content(content, "content", store.settings.max_content_bytes)
+    counts: dict[str, int] = {}
+    if store.entries.redactor is not None:
+        text = store.entries.redactor.redact(text, counts)
+    mid = new_id("mem")
+    event = MemorySaved(user_id=uid, key=k, content=text, memory_id=mid,
+                        session_id=None if session_id is None else check_id(session_id, "session id"),
+                        redactions=counts)
+    store.writer.append(f"user:{uid}", lambda: [event])
+    _log.info("memory saved", user_id=uid, memory_id=mid)
+    return mid
+
+
+def memories(store: Store, user_id: str, as_of: int | None = None,
+             limit: int | None = None) -> list[MemoryResult]:
+    """A user's live memories, by key (as of a seq, if given), at most ``limit``."""
+    uid = check_id(user_id, "user id")
+    with store.read(as_of) as views:
+        found = [memory_result(m) for m in views.memories(uid)]
+    return found if limit is None else found[:limit]
+
+
+def show(store: Store, item_id: str, as_of: int | None = None) -> EntryResult | MemoryResult:
+    """An entry (live, redacted, compacted, deleted) or a memory, by id (as of a seq, if given)."""
+    iid = check_id(item_id, "id")
+    with store.read(as_of) as views:
+        view = views.entry(iid)
+        if view is not None:
+            return entry_result(view)
+        memory = views.memory_by_id(iid)
+        if memory is not None:
+            return memory_result(memory)
+    when = "" if as_of is None else f" at seq {as_of}"
+    raise EntryNotFoundError(f"no entry or memory with id {iid}{when}")

@@ -1,0 +1,177 @@
+"""What the facade returns: plain, JSON-ready result structs.
+
+Times are ISO 8601 strings in UTC; both ``occurred_at`` (the agent's world) and
+``recorded_at`` (when memlog learned it) are given side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eventstore import format_micros
+from projections import EntryView, MemoryView, SessionStats, SessionView, TombstoneInfo
+
+__all__ = [
+    "ContextBlock",
+    "ContextSection",
+    "EntryResult",
+    "MemoryResult",
+    "SearchResult",
+    "SessionResult",
+    "absent_result",
+    "entry_result",
+    "memory_result",
+    "session_result",
+    "tombstone_dict",
+]
+
+
+class EntryResult(msgspec.Struct, frozen=True):
+    """An entry as ``show`` gives it; ``content`` is None unless it is live."""
+
+    id: str
+    type: str
+    state: str
+    content: str | None
+    session_id: str | None
+    user_id: str | None = None
+    agent_id: str | None = None
+    role: str | None = None
+    tags: tuple[str, ...] = ()
+    importance: float | None = None
+    details: dict[str, Any] = {}
+    occurred_at: str | None = None
+    recorded_at: str | None = None
+    recorded_seq: int | None = None
+    derived_from: tuple[str, ...] = ()
+    redactions: dict[str, int] = {}
+    deleted: dict[str, Any] | None = None
+    redacted: dict[str, Any] | None = None
+
+
+class SearchResult(msgspec.Struct, frozen=True):
+    """One search hit (DESIGN section 7's shape, plus the decay factor)."""
+
+    id: str
+    type: str
+    session_id: str | None
+    content: str
+    snippet: str
+    score: float
+    decay: float
+    occurred_at: str
+    recorded_at: str
+    tags: tuple[str, ...]
+    agent_id: str | None = None
+
+
+class SessionResult(msgspec.Struct, frozen=True):
+    """A session manifest with seed 000's statistics."""
+
+    id: str
+    user_id: str | None
+    agent_ids: tuple[str, ...]
+    tags: tuple[str, ...]
+    metadata: dict[str, str]
+    channel: str | None
+    archived: bool
+    started_at: str
+    statistics: dict[str, Any]
+
+
+class MemoryResult(msgspec.Struct, frozen=True):
+    """A remembered fact."""
+
+    id: str
+    user_id: str
+    key: str
+    content: str | None
+    state: str
+    saved_at: str
+
+
+class ContextSection(msgspec.Struct, frozen=True):
+    """One section of a context block and the tokens it uses."""
+
+    name: str
+    tokens: int
+    text: str
+
+
+class ContextBlock(msgspec.Struct, frozen=True):
+    """A context block that fits a token budget."""
+
+    text: str
+    tokens: int
+    budget: int
+    sections: tuple[ContextSection, ...]
+    dropped: tuple[str, ...] = ()
+    truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``context --json`` shape."""
+        return {"text": self.text, "tokens": self.tokens, "budget": self.budget,
+                "sections": [{"name": s.name, "tokens": s.tokens} for s in self.sections],
+                "dropped": list(self.dropped), "truncated": self.truncated}
+
+
+def tombstone_dict(tomb: TombstoneInfo) -> dict[str, Any]:
+    """A tombstone as ids, reason and time."""
+    return {"request_id": tomb.request_id, "reason": tomb.reason, "requested_by": tomb.requested_by,
+            "seq": tomb.seq, "at": format_micros(tomb.at)}
+
+
+def entry_result(view: EntryView) -> EntryResult:
+    """An entry view as a result (no content unless live or redacted)."""
+    entry = view.entry
+    deleted = tombstone_dict(view.deleted) if view.deleted else None
+    redacted = None
+    if view.redacted is not None:
+        r = view.redacted
+        redacted = {"spans": dict(r.spans), "reason": r.reason, "requested_by": r.requested_by,
+                    "seq": r.seq, "at": format_micros(r.at)}
+    if entry is None:
+        return EntryResult(id=view.entry_id, type=view.kind, state=view.state, content=None,
+                           session_id=view.session_id, recorded_seq=view.recorded_seq,
+                           deleted=deleted, redacted=redacted)
+    details = msgspec.to_builtins(entry.details) if entry.details is not None else {}
+    details.pop("kind", None)
+    return EntryResult(
+        id=view.entry_id, type=view.kind, state=view.state, content=entry.content,
+        session_id=entry.session_id, user_id=entry.user_id, agent_id=entry.agent_id, role=entry.role,
+        tags=entry.tags, importance=entry.importance, details=details,
+        occurred_at=format_micros(entry.occurred_at),
+        recorded_at=format_micros(view.recorded_at) if view.recorded_at else None,
+        recorded_seq=view.recorded_seq, derived_from=entry.derived_from,
+        redactions=dict(entry.redactions), deleted=deleted, redacted=redacted,
+    )
+
+
+def absent_result(current: EntryResult | MemoryResult) -> EntryResult:
+    """What an as-of read answers for an id recorded after the point: state
+    ``absent``, its type, and nothing else (DESIGN section 7)."""
+    kind = current.type if isinstance(current, EntryResult) else "memory"
+    return EntryResult(id=current.id, type=kind, state="absent", content=None, session_id=None)
+
+
+def session_result(view: SessionView, stats: SessionStats) -> SessionResult:
+    """A session view and its statistics as a result."""
+    statistics = {
+        "entries": stats.entries, "by_kind": dict(stats.counts), "size_bytes": stats.bytes,
+        "total_messages": stats.counts.get("message", 0),
+        "total_decisions": stats.counts.get("decision", 0),
+        "total_findings": stats.counts.get("finding", 0),
+        "last_activity": format_micros(stats.last_activity) if stats.last_activity else None,
+    }
+    return SessionResult(id=view.session_id, user_id=view.user_id, agent_ids=view.agent_ids,
+                         tags=view.tags, metadata=dict(view.metadata), channel=view.channel,
+                         archived=view.archived, started_at=format_micros(view.started_at),
+                         statistics=statistics)
+
+
+def memory_result(view: MemoryView) -> MemoryResult:
+    """A memory view as a result."""
+    return MemoryResult(id=view.memory_id, user_id=view.user_id, key=view.key, content=view.content,
+                        state=view.state, saved_at=format_micros(view.saved_at))

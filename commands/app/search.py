@@ -1,0 +1,104 @@
+r"""Search use cases: validated queries, the projections' ranking turned into
+:class:`SearchResult`\ s with snippets, and the access they record."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from eventstore import (
+    ENTRY_KINDS,
+    SORTS,
+    EntriesAccessed,
+    InvalidInputError,
+    format_micros,
+    now_micros,
+)
+from projections import Ranked, SearchQuery, ViewReader
+
+from .results import SearchResult
+from .store import Store
+from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
+
+__all__ = ["find", "make_query", "make_snippet", "search"]
+
+_SNIPPET = 160
+
+
+def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id: object = None,
+               agent_ids: Iterable[str] | None = None, user_id: object = None,
+               tags: Iterable[str] | None = None, since: Any = None, until: Any = None,
+               limit: object = 10, sort: object = "relevance", min_relevance: object = 0.0,
+               include_archived: bool = True) -> SearchQuery:
+    """Validate search arguments into a :class:`SearchQuery` (nothing is read or written)."""
+    if not isinstance(text, str) or len(text) > 1000:
+        raise InvalidInputError("query text must be a string of at most 1000 characters")
+    kinds_t = tuple(check_choice(k, "type", ENTRY_KINDS) for k in (kinds or ()))
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {limit!r})")
+    check_choice(sort, "sort", SORTS)
+    floor = check_unit(min_relevance, "min_relevance")
+    if floor is None:
+        raise InvalidInputError("min_relevance must be a number from 0 to 1")
+    start, end = to_time(since, "since"), to_time(until, "until")
+    if start is not None and end is not None and start > end:
+        raise InvalidInputError("since is after until")
+    return SearchQuery(
+        text=text, kinds=kinds_t,
+        session_id=None if session_id is None else check_id(session_id, "session id"),
+        agent_ids=check_ids(agent_ids, "agent ids"),
+        user_id=None if user_id is None else check_id(user_id, "user id"),
+        tags=check_labels(tags, "tags"), since=start, until=end, limit=limit,
+        sort=sort,  # type: ignore[arg-type]
+        min_relevance=floor, include_archived=bool(include_archived),
+    )
+
+
+def search(store: Store, query: SearchQuery, record_access: bool | None = None) -> list[SearchResult]:
+    """Search now; records the access (``entries.accessed``) unless switched off."""
+    results = find(store, query)
+    if results and (store.settings.record_access if record_access is None else record_access):
+        ids = tuple(r.id for r in results)
+        store.writer.append("access", lambda: [EntriesAccessed(entry_ids=ids, at=now_micros())])
+    return results
+
+
+def find(store: Store, query: SearchQuery, as_of: int | None = None, now: int | None = None,
+         reader: ViewReader | None = None) -> list[SearchResult]:
+    """The projections' ranking of ``query`` (as of a seq, at ``now``) as
+    results with snippets; records nothing."""
+    ranking = store.proj.search(query, as_of=as_of, now=now_micros() if now is None else now,
+                                reader=reader)
+    words = list(ranking.words)
+    return [_result(r, words) for r in ranking.entries]
+
+
+def _result(ranked: Ranked, words: list[str]) -> SearchResult:
+    view = ranked.view
+    entry = view.entry
+    assert entry is not None
+    return SearchResult(  # positional, in the field order of SearchResult
+        view.entry_id, entry.kind, entry.session_id, entry.content, make_snippet(entry.content, words),
+        round(ranked.relevance, 6), round(ranked.factor, 6), format_micros(entry.occurred_at),
+        format_micros(view.recorded_at), entry.tags, entry.agent_id,
+    )
+
+
+def make_snippet(content: str, words: list[str], width: int = _SNIPPET) -> str:
+    """A window of the content around the first query word (seed 002), with ellipses."""
+    flat = content if _single_spaced(content) else " ".join(content.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    positions = [p for w in words if (p := lower.find(w[: max(3, len(w) - 1)])) >= 0]
+    start = max(0, min(positions) - 30) if positions else 0
+    end = min(len(flat), start + width)
+    start = max(0, end - width)
+    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+
+
+def _single_spaced(text: str) -> bool:
+    """True when ``" ".join(text.split())`` would return ``text`` unchanged: no
+    whitespace but single inner spaces (every other whitespace character is
+    non-printable), checked without splitting."""
+    return text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "

@@ -1,0 +1,102 @@
+"""Settings: one frozen struct, from ``<dir>/config.toml``, ``MEMLOG_*`` and the caller.
+
+Precedence, lowest first: defaults, ``<dir>/config.toml``, ``MEMLOG_*``
+environment variables, then explicit overrides (CLI options or keyword
+arguments). Nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventstore import InvalidInputError
+
+from .redaction import PATTERNS
+
+__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "load_settings"]
+
+# Seed 000's per-kind retention, seed 001's 90 days for the rest.
+DEFAULT_RETENTION_DAYS = {
+    "message": 90, "decision": 365, "finding": 180, "preference": 730,
+    "lesson": 365, "task": 180, "handoff": 90, "summary": 365, "project": 3650,
+}
+
+
+class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Everything configurable, with seed defaults."""
+
+    max_content_bytes: int = 1 << 20
+    redact_on_ingest: bool = True
+    redaction_patterns: tuple[str, ...] = tuple(PATTERNS)
+    custom_redactions: dict[str, str] = {}
+    record_access: bool = True
+    search_shards: int = 16
+    context_budget_tokens: int = 2000
+    max_context_messages: int = 20
+    max_user_memories: int = 50
+    retention_days: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
+    sync: bool = True
+    default_actor: str = "memlog"
+
+
+_ENV_TYPES: dict[str, type] = {
+    "max_content_bytes": int, "redact_on_ingest": bool, "record_access": bool,
+    "search_shards": int, "context_budget_tokens": int, "max_context_messages": int,
+    "max_user_memories": int, "sync": bool, "default_actor": str,
+}
+
+
+def load_settings(data_dir: Path | None, overrides: Mapping[str, Any] | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """Build settings from ``config.toml``, ``MEMLOG_*`` and ``overrides``."""
+    values: dict[str, Any] = {}
+    if data_dir is not None and (data_dir / "config.toml").is_file():
+        try:
+            values.update(tomllib.loads((data_dir / "config.toml").read_text()))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"config.toml is not valid TOML: {exc}") from None
+    env = os.environ if environ is None else environ
+    for name, kind in _ENV_TYPES.items():
+        raw = env.get(f"MEMLOG_{name.upper()}")
+        if raw is not None:
+            values[name] = _parse_env(name, raw, kind)
+    values.update(overrides or {})
+    try:
+        settings = msgspec.convert(values, Settings)
+    except msgspec.ValidationError as exc:
+        raise InvalidInputError(f"invalid setting: {exc}") from None
+    _check(settings)
+    return settings
+
+
+def _parse_env(name: str, raw: str, kind: type) -> Any:
+    if kind is bool:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise InvalidInputError(f"MEMLOG_{name.upper()} must be true or false")
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise InvalidInputError(f"MEMLOG_{name.upper()} must be an integer") from None
+    return raw
+
+
+def _check(settings: Settings) -> None:
+    if not 1 <= settings.max_content_bytes <= 64 << 20:
+        raise InvalidInputError("max_content_bytes must be between 1 and 64 MiB")
+    if not 1 <= settings.search_shards <= 64:
+        raise InvalidInputError("search_shards must be between 1 and 64")
+    if settings.context_budget_tokens < 50:
+        raise InvalidInputError("context_budget_tokens must be at least 50")
+    unknown = set(settings.redaction_patterns) - set(PATTERNS)
+    if unknown:
+        raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")

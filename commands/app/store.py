@@ -1,0 +1,85 @@
+"""The store: one data directory's log, projections, settings and writer.
+
+Every use case of :mod:`commands.app` takes a :class:`Store`; the
+:class:`~commands.MemoryLog` facade holds one and the CLI opens one per
+command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from eventstore import EventLog, LogSettings, StoreNotFoundError
+from projections import Projections, ViewReader
+
+from .entries import EntryFactory
+from .redaction import Redactor
+from .settings import Settings
+from .writer import Writer
+
+__all__ = ["Store", "holds_store", "require_store"]
+
+
+def holds_store(data_dir: Path) -> bool:
+    """Whether ``data_dir`` holds a memlog store (its log's data file)."""
+    return (data_dir / "log" / "data.mdb").is_file()
+
+
+def require_store(data_dir: Path) -> None:
+    """Raise :class:`~eventstore.StoreNotFoundError` unless ``data_dir`` holds a store."""
+    if not holds_store(data_dir):
+        raise StoreNotFoundError(
+            f"no memlog store in {os.fspath(data_dir)!r}; check --dir (or MEMLOG_DIR), "
+            "or create one with `memlog init`")
+
+
+class Store:
+    """A memlog store composed of its parts: ``log``, ``proj`` (the
+    projections), ``settings``, ``entries`` (the entry factory, with ingest
+    redaction) and ``writer``.
+
+    With ``create=False`` a directory that holds no store is refused with
+    :class:`~eventstore.StoreNotFoundError` and nothing is created (reads
+    from the CLI open stores this way).
+    """
+
+    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+        if not create:
+            require_store(data_dir)
+        self.data_dir = data_dir
+        self.settings = settings
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.log = EventLog.open(data_dir / "log", LogSettings(
+            max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync))
+        try:
+            self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync)
+        except BaseException:
+            self.log.close()
+            raise
+        redactor = None
+        if settings.redact_on_ingest:
+            redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
+        self.entries = EntryFactory(settings.max_content_bytes, redactor)
+        self.writer = Writer(self.log, self.proj, settings.default_actor)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close projections and log."""
+        self.proj.close()
+        self.log.close()
+
+    def read(self, as_of: int | None = None, search: bool = False) -> contextlib.AbstractContextManager[
+            ViewReader]:
+        """The views caught up to the log head, as of a seq if given (see
+        :meth:`projections.Projections.read`)."""
+        return self.proj.read(as_of, search=search)

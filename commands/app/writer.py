@@ -1,0 +1,147 @@
+"""The writer: decide, then append with the stream's expected version; batches;
+the check that a session is live, cached per stream version."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import cast
+
+from eventstore import (
+    AppendRequest,
+    ConcurrencyError,
+    Event,
+    EventLog,
+    InvalidInputError,
+    SessionArchivedError,
+    SessionNotFoundError,
+)
+from projections import Projections
+
+from . import log as _log
+from .validate import check_id
+
+__all__ = ["Writer"]
+
+_RETRIES = 5
+
+
+class Writer:
+    """Appends for one store: every use case writes through it."""
+
+    def __init__(self, log: EventLog, proj: Projections, actor: str) -> None:
+        self.log = log
+        self.proj = proj
+        self.actor = actor
+        self.last_seq = 0
+        self._batch: list[AppendRequest] | None = None
+        self._batch_versions: dict[str, int] = {}
+        self._pending_sessions: set[str] = set()
+        # session id -> (session stream version, system stream version) at which
+        # the views showed it live. Any event on either stream since (an archive,
+        # a deletion, from any process) changes a version and forces a views check.
+        self._live_at: dict[str, tuple[int, int]] = {}
+        self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
+
+    def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
+                keeps_live: bool = False) -> int:
+        """Decide, then append with the stream's expected version; retry on a race.
+
+        ``keeps_live`` marks events that cannot end a session (entries), so a
+        cached liveness check of the stream's session stays valid after them.
+        """
+        who = actor or self.actor
+        if self._batch is not None:
+            events = decide()
+            version = self._batch_versions.get(stream)
+            if version is None:
+                version = self.log.stream_version(stream)
+            last = self._batch[-1] if self._batch else None
+            if last is not None and last.stream == stream and last.actor == who:
+                # Consecutive writes to one stream become one request: same
+                # transaction, far less per-request work.
+                cast(list[Event], last.events).extend(events)
+            else:
+                self._batch.append(AppendRequest(stream, list(events), who, version))
+            self._batch_versions[stream] = version + len(events)
+            if not keeps_live:
+                self._batch_live[stream] = -1
+            elif stream not in self._batch_live:
+                self._batch_live[stream] = version
+            return 0
+        for attempt in range(_RETRIES):
+            version = self.log.stream_version(stream)
+            events = decide()
+            try:
+                result = self.log.append(stream, events, actor=who, expected_version=version)
+            except ConcurrencyError:
+                if attempt == _RETRIES - 1:
+                    raise
+                continue
+            self.last_seq = result.last_seq
+            if keeps_live:
+                self._still_live(stream, version, result.version)
+            _log.debug("appended", stream=stream, seq=result.last_seq, events=len(events))
+            return result.last_seq
+        raise AssertionError("unreachable")
+
+    @property
+    def batching(self) -> bool:
+        """Whether writes are being collected for one transaction."""
+        return self._batch is not None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes in one transaction (for importers): all land or none."""
+        if self._batch is not None:
+            raise InvalidInputError("batches do not nest")
+        self._batch, self._batch_versions, self._pending_sessions = [], {}, set()
+        self._batch_live = {}
+        try:
+            yield
+            if self._batch:
+                results = self.log.append_many(self._batch)
+                self.last_seq = results[-1].last_seq
+                for stream, before in self._batch_live.items():
+                    if before >= 0:
+                        self._still_live(stream, before, self._batch_versions[stream])
+        finally:
+            self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
+            self._batch_live = {}
+
+    def live_session(self, session_id: object) -> str:
+        """The id of a session that exists and is not archived, checked against
+        the views (cached until its stream or the system stream moves)."""
+        sid = check_id(session_id, "session id")
+        if sid in self._pending_sessions:
+            return sid  # started in this batch, or already checked in it
+        stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
+        if self._live_at.get(sid) != stamp:
+            # The views are caught up to at least ``stamp`` when read.
+            with self.proj.read() as views:
+                view = views.session(sid)
+            if view is None:
+                raise SessionNotFoundError(f"session {sid} not found")
+            if view.archived:
+                raise SessionArchivedError(f"session {sid} is archived; restore it first")
+            self._live_at[sid] = stamp
+        if self._batch is not None:
+            self._pending_sessions.add(sid)
+        return sid
+
+    def add_pending_session(self, session_id: str) -> None:
+        """A session started in the current batch (live for its later writes)."""
+        if self._batch is not None:
+            self._pending_sessions.add(session_id)
+
+    def is_pending_session(self, session_id: str) -> bool:
+        """Whether the current batch started (or already checked) this session."""
+        return session_id in self._pending_sessions
+
+    def _still_live(self, stream: str, before: int, after: int) -> None:
+        """After an entry append at ``before`` -> ``after``, keep a live session cached."""
+        sid = stream[8:] if stream.startswith("session:") else None
+        stamp = self._live_at.get(sid) if sid else None
+        if sid and stamp is not None and stamp[0] == before:
+            self._live_at[sid] = (after, stamp[1])
+

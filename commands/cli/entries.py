@@ -1,0 +1,156 @@
+"""CLI commands that write entries and memories: add, task done, remember, forget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..memory import MemoryLog
+from .base import LEVEL, ROLE, Context, pass_context
+
+__all__ = ["add", "forget", "remember", "task"]
+
+
+@click.group()
+def add() -> None:
+    """Record an entry: message, decision, finding, lesson, task, handoff, preference, project."""
+
+
+_at = click.option("--at", "occurred_at", help="When it happened (ISO 8601 with zone).")
+_tags = click.option("--tag", "tags", multiple=True)
+
+
+@add.command("message")
+@click.argument("session_id")
+@click.option("--role", required=True, type=ROLE)
+@click.option("--content", required=True)
+@click.option("--agent", "agent_id")
+@click.option("--topic")
+@_tags
+@_at
+@pass_context
+def add_message(ctx: Context, session_id: str, role: str, content: str, agent_id: str | None,
+                topic: str | None, tags: tuple[str, ...], occurred_at: str | None) -> None:
+    """Record a conversation message."""
+    ctx.write(lambda m: m.add_message(session_id, role=role, content=content, agent_id=agent_id,
+                                        topic=topic, tags=tags, occurred_at=occurred_at), "recorded")
+
+
+@add.command("decision")
+@click.argument("session_id")
+@click.option("--decision", required=True)
+@click.option("--rationale")
+@click.option("--alternative", "alternatives", multiple=True)
+@click.option("--impact", type=LEVEL)
+@click.option("--made-by")
+@click.option("--approved-by", multiple=True)
+@_tags
+@_at
+@pass_context
+def add_decision(ctx: Context, session_id: str, decision: str, rationale: str | None,
+                 alternatives: tuple[str, ...], impact: str | None, made_by: str | None,
+                 approved_by: tuple[str, ...], tags: tuple[str, ...], occurred_at: str | None) -> None:
+    """Record a decision."""
+    ctx.write(lambda m: m.record_decision(
+        session_id, decision=decision, rationale=rationale, alternatives=alternatives, impact=impact,
+        made_by=made_by, approved_by=approved_by, tags=tags, occurred_at=occurred_at), "recorded")
+
+
+@add.command("finding")
+@click.argument("session_id")
+@click.option("--description", required=True)
+@click.option("--severity", type=LEVEL)
+@click.option("--category")
+@click.option("--evidence")
+@click.option("--recommendation")
+@click.option("--agent", "agent_id")
+@_tags
+@_at
+@pass_context
+def add_finding(ctx: Context, session_id: str, description: str, severity: str | None,
+                category: str | None, evidence: str | None, recommendation: str | None,
+                agent_id: str | None, tags: tuple[str, ...], occurred_at: str | None) -> None:
+    """Record a finding."""
+    ctx.write(lambda m: m.record_finding(
+        session_id, description=description, severity=severity, category=category, evidence=evidence,
+        recommendation=recommendation, agent_id=agent_id, tags=tags, occurred_at=occurred_at),
+        "recorded")
+
+
+def _simple(kind: str, method: str, helptext: str) -> None:
+    @add.command(kind, help=helptext)
+    @click.argument("session_id")
+    @click.option("--content", required=True)
+    @click.option("--agent", "agent_id")
+    @_tags
+    @_at
+    @pass_context
+    def command(ctx: Context, session_id: str, content: str, agent_id: str | None,
+                tags: tuple[str, ...], occurred_at: str | None) -> None:
+        kwargs: dict[str, Any] = {"content": content, "occurred_at": occurred_at}
+        if kind != "project":
+            kwargs.update(tags=tags, agent_id=agent_id)
+        ctx.write(lambda m: getattr(m, method)(session_id, **kwargs), "recorded")
+
+
+_simple("lesson", "record_lesson", "Record a lesson learned.")
+_simple("task", "add_task", "Add an open task.")
+_simple("handoff", "record_handoff", "Record a handoff for the next session.")
+_simple("project", "set_project_context", "Record project context (stack, goals).")
+
+
+@add.command("preference")
+@click.option("--user", "user_id", required=True)
+@click.option("--key", required=True)
+@click.option("--value", required=True)
+@click.option("--category")
+@click.option("--confidence", type=float)
+@pass_context
+def add_preference(ctx: Context, user_id: str, key: str, value: str, category: str | None,
+                   confidence: float | None) -> None:
+    """Record a user-scoped preference."""
+    ctx.write(lambda m: m.set_preference(user_id, key=key, value=value, category=category,
+                                           confidence=confidence), "recorded")
+
+
+@click.group()
+def task() -> None:
+    """Mark tasks done or open."""
+
+
+@task.command("done")
+@click.argument("task_id")
+@click.option("--undo", is_flag=True, help="Open the task again.")
+@pass_context
+def task_done(ctx: Context, task_id: str, undo: bool) -> None:
+    """Mark a task done."""
+    def act(m: MemoryLog) -> str:
+        m.complete_task(task_id, done=not undo)
+        return task_id
+
+    ctx.write(act, "updated task")
+
+
+@click.command()
+@click.option("--user", "user_id", required=True)
+@click.argument("key")
+@click.argument("content")
+@pass_context
+def remember(ctx: Context, user_id: str, key: str, content: str) -> None:
+    """Remember CONTENT for a user under KEY."""
+    ctx.write(lambda m: m.remember(user_id, key, content), "remembered")
+
+
+@click.command()
+@click.option("--user", "user_id", required=True)
+@click.argument("key")
+@pass_context
+def forget(ctx: Context, user_id: str, key: str) -> None:
+    """Forget a user's memory under KEY."""
+    with ctx.memory() as mem:
+        report = mem.forget(user_id, key)
+    ctx.emit({"id": report.request_id, "seq": report.seq, "purged": report.purged,
+              "verified": report.verified},
+             f"forgot {key}: request {report.request_id}, purged and "
+             f"{'verified' if report.verified else 'NOT verified'} (seq {report.seq})")

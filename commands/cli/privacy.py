@@ -1,0 +1,102 @@
+"""CLI commands that forget: delete, redact, retention, purge."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import msgspec
+
+from eventstore import InvalidInputError
+
+from ..app import DeletionReport
+from .base import KINDS, PATTERN, Context, pass_context
+
+__all__ = ["delete", "purge", "redact", "retention"]
+
+
+def _report(ctx: Context, report: DeletionReport | None, what: str) -> None:
+    if report is None:
+        ctx.emit({"request_id": None, "deleted": 0, "ids": [], "purged": False, "seq": None},
+                 f"{what}: nothing to do")
+        return
+    data = msgspec.to_builtins(report)
+    state = ("purged and verified" if report.verified else "purged, VERIFICATION FAILED") \
+        if report.purged else "tombstoned; purge pending (run memlog purge)"
+    ctx.emit(data, f"{what} {report.request_id}: {report.deleted} item(s), {state} (seq {report.seq})")
+
+
+def _confirm(yes: bool, question: str) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError("refusing to delete without --yes when stdin is not a terminal")
+    if not click.confirm(question, default=False, err=True):
+        raise InvalidInputError("deletion cancelled; nothing was written")
+
+
+@click.command()
+@click.option("--id", "ids", multiple=True, help="Entry or memory id (repeatable).")
+@click.option("--session", "session_id")
+@click.option("--user", "user_id", help="Everything of a user: sessions, entries, memories.")
+@click.option("--type", "kinds", multiple=True, type=KINDS)
+@click.option("--tag", "tags", multiple=True)
+@click.option("--before")
+@click.option("--after")
+@click.option("--reason", required=True)
+@click.option("--requested-by", required=True)
+@click.option("--keep-derived", is_flag=True, help="Keep entries derived from the deleted ones.")
+@click.option("--defer", is_flag=True, help="Tombstone now, purge later with `memlog purge`.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_context
+def delete(ctx: Context, ids: tuple[str, ...], session_id: str | None, user_id: str | None,
+           kinds: tuple[str, ...], tags: tuple[str, ...], before: str | None, after: str | None,
+           reason: str, requested_by: str, keep_derived: bool, defer: bool, yes: bool) -> None:
+    """Delete entries for good: tombstone, then rewrite every file without them."""
+    scopes = sum(bool(x) for x in (ids, session_id, user_id, kinds or tags or before or after))
+    if scopes != 1:
+        raise InvalidInputError("use exactly one of --id, --session, --user or criteria (--type/--tag/"
+                                "--before/--after)")
+    _confirm(yes, "Delete for good? This cannot be undone.")
+    with ctx.memory() as mem:
+        report = mem.delete(ids=ids or None, session_id=session_id, user_id=user_id, kinds=kinds,
+                            tags=tags, before=before, after=after, reason=reason,
+                            requested_by=requested_by, include_derived=not keep_derived, defer=defer)
+    _report(ctx, report, "deletion")
+
+
+@click.command()
+@click.argument("entry_id")
+@click.option("--pattern", "patterns", multiple=True, type=PATTERN)
+@click.option("--regex")
+@click.option("--reason", required=True)
+@click.option("--requested-by", required=True)
+@click.option("--defer", is_flag=True)
+@pass_context
+def redact(ctx: Context, entry_id: str, patterns: tuple[str, ...], regex: str | None, reason: str,
+           requested_by: str, defer: bool) -> None:
+    """Remove spans from a stored entry (all patterns unless --pattern/--regex)."""
+    with ctx.memory() as mem:
+        report = mem.redact(entry_id, patterns=patterns, regex=regex, reason=reason,
+                            requested_by=requested_by, defer=defer)
+    _report(ctx, report, "redaction")
+
+
+@click.command()
+@click.option("--as-of", "as_of", help="Apply retention as of this time (default now).")
+@click.option("--defer", is_flag=True)
+@pass_context
+def retention(ctx: Context, as_of: str | None, defer: bool) -> None:
+    """Delete entries older than their kind's retention (reason "retention")."""
+    with ctx.memory() as mem:
+        report = mem.retention(as_of=as_of, defer=defer)
+    _report(ctx, report, "retention")
+
+
+@click.command()
+@pass_context
+def purge(ctx: Context) -> None:
+    """Run every deferred purge now."""
+    with ctx.memory() as mem:
+        report = mem.purge()
+    _report(ctx, report, "purge")

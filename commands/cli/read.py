@@ -1,0 +1,90 @@
+"""CLI commands that read: show, memories, search, context, stats.
+
+Each opens an existing store (``E_NO_STORE`` for a directory without one) and
+writes nothing but the accesses a search records.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .base import KINDS, SORT, Context, pass_context
+from .render import entry_text, hits_text, plain
+
+__all__ = ["context", "memories", "search", "show", "stats"]
+
+
+@click.command()
+@click.argument("item_id")
+@pass_context
+def show(ctx: Context, item_id: str) -> None:
+    """Show an entry or memory by id (state: live, redacted, deleted)."""
+    with ctx.reading() as mem:
+        item = mem.show(item_id)
+    ctx.emit(plain(item), lambda: entry_text(item))
+
+
+@click.command()
+@click.option("--user", "user_id", required=True)
+@pass_context
+def memories(ctx: Context, user_id: str) -> None:
+    """List a user's memories."""
+    with ctx.reading() as mem:
+        found = mem.memories(user_id)
+    ctx.emit(plain(found), lambda: "\n".join(f"{m.key}: {m.content}" for m in found) or "no memories")
+
+
+@click.command()
+@click.argument("query", default="")
+@click.option("--type", "kinds", multiple=True, type=KINDS)
+@click.option("--session", "session_id")
+@click.option("--agent", "agents", multiple=True)
+@click.option("--user", "user_id")
+@click.option("--tag", "tags", multiple=True)
+@click.option("--since")
+@click.option("--until")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--sort", type=SORT, default="relevance")
+@click.option("--min-relevance", type=click.FloatRange(0, 1), default=0.0)
+@click.option("--archived", "include_archived", is_flag=True, help="Include archived sessions.")
+@pass_context
+def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None,
+           agents: tuple[str, ...], user_id: str | None, tags: tuple[str, ...], since: str | None,
+           until: str | None, limit: int, sort: str, min_relevance: float, include_archived: bool) -> None:
+    """Search entries: BM25 with fuzzy and prefix matching, ranked with decay."""
+    with ctx.reading() as mem:
+        hits = mem.search(query, kinds=kinds, session_id=session_id, agent_ids=agents, user_id=user_id,
+                          tags=tags, since=since, until=until, limit=limit, sort=sort,
+                          min_relevance=min_relevance, include_archived=include_archived)
+    ctx.emit(plain(hits), lambda: hits_text(hits))
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--query")
+@click.option("--budget", type=click.IntRange(50, 1_000_000), default=None,
+              help="Token budget (default from settings: 2000).")
+@pass_context
+def context(ctx: Context, session_id: str, query: str | None, budget: int | None) -> None:
+    """Print the context block to paste into a prompt."""
+    with ctx.reading() as mem:
+        block = mem.context(session_id, query=query, budget_tokens=budget)
+    ctx.emit(block.to_dict(), lambda: block.text or "(nothing to say yet)")
+
+
+@click.command()
+@pass_context
+def stats(ctx: Context) -> None:
+    """Event count, head seq, counts by kind, sizes on disk and checkpoints."""
+    with ctx.reading() as mem:
+        data = mem.stats()
+
+    def text() -> str:
+        lines = [f"events: {data['events']} (head seq {data['head_seq']})",
+                 f"entries: {data['entries']}"]
+        lines += [f"  {k}: {v}" for k, v in sorted(data["by_kind"].items())]
+        lines.append("bytes on disk: " + ", ".join(f"{k} {v}" for k, v in data["bytes_on_disk"].items()))
+        lines.append("checkpoints: " + ", ".join(f"{k} @{v}" for k, v in data["checkpoints"].items()))
+        return "\n".join(lines)
+
+    ctx.emit(data, text)

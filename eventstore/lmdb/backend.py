@@ -1,0 +1,186 @@
+"""The embedded LMDB backend of the event log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..backend import PreparedAppend, PurgeReport
+from ..envelope import AppendResult, Head, RecordedEvent, VerifyResult
+from ..errors import InvalidInputError, StorageError
+from ..events import Event
+from ..storage.compact import purge_env
+from ..storage.env import release_shared_env
+from .layout import EVENT_IDS, META, STREAMS, read_head_state, seq_of_key
+from .logenv import (
+    LogEnv,
+    finish_erasures,
+    migrate_payloads,
+    needs_migration,
+    open_log_env,
+)
+from .purge import purge_log
+from .read import get_record, header_at, payloads_at, scan_range, scan_stream
+from .segments import DEFAULT_SPAN, SegmentReads
+from .verify import verify_log
+from .write import TxnWriter
+
+__all__ = ["LmdbBackend"]
+
+T = TypeVar("T")
+
+_CHUNK = 4096
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class LmdbBackend:
+    """The log in LMDB: a main environment (see :mod:`eventstore._lmdb_layout`)
+    and payload segments (see :mod:`eventstore._segments`)."""
+
+    def __init__(self, path: Path, *, sync: bool = True, clock: Callable[[], int] = _now_us,
+                 segment_span: int = DEFAULT_SPAN, lock_timeout: float = 30.0):
+        if type(segment_span) is not int or segment_span < 1:
+            raise InvalidInputError("segment_span must be a positive integer")
+        self.path = path
+        self._clock = clock
+        self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
+        if needs_migration(self.shared):
+            self._migrate(lock_timeout)
+
+    def _migrate(self, timeout: float) -> None:
+        """Move a format 1 log's payloads into segments, then compact the main
+        environment so that none of their bytes stay behind in it."""
+        with self.shared.lock.exclusive(timeout):
+            moved = needs_migration(self.shared) and migrate_payloads(self.shared) > 0
+        if moved:
+            purge_env(self.shared, timeout)
+
+    @property
+    def shared(self) -> LogEnv:
+        """The shared environment; raises once closed."""
+        if self._shared is None:
+            raise StorageError("the event log is closed")
+        return self._shared
+
+    def close(self) -> None:
+        """Release this handle's reference to the environment."""
+        if self._shared is not None:
+            release_shared_env(self._shared)
+            self._shared = None
+
+    def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
+        """Append every request in one transaction."""
+        erased = False
+
+        def run(txn: Any) -> list[AppendResult]:
+            nonlocal erased
+            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments)
+            results = [writer.apply(req) for req in batch]
+            # Payloads are durable before the headers that name them commit.
+            overwritten = self.shared.segments.write(writer.payloads)
+            writer.finish(overwritten)
+            erased = bool(writer.erased)
+            return results
+
+        results = self.shared.write(run)
+        if erased:  # the tombstone is committed: now delete the payloads
+            finish_erasures(self.shared)
+        return results
+
+    def read(self, from_seq: int, to_seq: int | None) -> Iterator[RecordedEvent]:
+        """Stream records in seq order, a chunk per read transaction."""
+        stop = (1 << 63) if to_seq is None else to_seq
+        start = max(1, from_seq)
+        while start <= stop:
+            chunk = self._chunk(scan_range, start, stop, _CHUNK)
+            if not chunk:
+                return
+            yield from chunk
+            start = chunk[-1].header.seq + 1
+
+    def read_stream(self, stream: str, from_version: int) -> Iterator[RecordedEvent]:
+        """Stream one stream's records in version order."""
+        start = max(1, from_version)
+        while True:
+            chunk = self._chunk(scan_stream, stream, start, _CHUNK)
+            yield from chunk
+            if len(chunk) < _CHUNK:
+                return
+            start = chunk[-1].header.version + 1
+
+    def _chunk(self, scan: Callable[..., list[RecordedEvent]], *args: Any) -> list[RecordedEvent]:
+        return self._read(lambda txn, segs: scan(txn, self.shared.dbs, segs, *args))
+
+    def _read(self, fn: Callable[[Any, SegmentReads], T]) -> T:
+        """``fn(main txn, segment reads)`` in one read operation."""
+        def run(txn: Any) -> T:
+            with SegmentReads(self.shared.segments) as segs:
+                return fn(txn, segs)
+
+        return self.shared.read(run)
+
+    def get(self, seq: int) -> RecordedEvent:
+        """One record, its payload checked against its commitment."""
+        return self._read(lambda txn, segs: get_record(txn, self.shared.dbs, segs, seq))
+
+    def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
+        """The events at ``seqs`` in order (None where erased or absent)."""
+        return self._read(lambda txn, segs: payloads_at(txn, self.shared.dbs, segs, seqs))
+
+    def stream_version(self, stream: str) -> int:
+        """The stream's last version (0 when it does not exist)."""
+        def run(txn: Any) -> int:
+            raw = txn.get(stream.encode(), db=self.shared.dbs[STREAMS])
+            return 0 if raw is None else seq_of_key(raw)
+
+        return self.shared.read(run)
+
+    def seq_of(self, event_id: str) -> int | None:
+        """The seq an event id was appended at."""
+        def run(txn: Any) -> int | None:
+            raw = txn.get(event_id.encode(), db=self.shared.dbs[EVENT_IDS])
+            return None if raw is None else seq_of_key(raw)
+
+        return self.shared.read(run)
+
+    def seq_at(self, time_us: int) -> int:
+        """The last seq recorded at or before ``time_us`` (binary search)."""
+        def run(txn: Any) -> int:
+            lo, hi = 0, read_head_state(txn, self.shared.dbs[META]).seq
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if header_at(txn, self.shared.dbs, mid).recorded_at <= time_us:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return lo
+
+        return self.shared.read(run)
+
+    def head(self) -> Head:
+        """The head seq, chain hash and time."""
+        def run(txn: Any) -> Head:
+            state = read_head_state(txn, self.shared.dbs[META])
+            return Head(state.seq, state.hash.hex(), state.time, self.shared.generation)
+
+        return self.shared.read(run)
+
+    def verify(self) -> VerifyResult:
+        """Walk the whole chain in one read transaction."""
+        result = self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
+        if result.ok:
+            return result
+        # An erase whose tombstone committed after this walk began may have
+        # deleted a payload the walk then missed: a failure is confirmed by a
+        # second walk, which sees that tombstone.
+        return self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
+
+    def purge(self, timeout: float) -> PurgeReport:
+        """Rewrite the payload segments that held erased payloads (compacting
+        copy, swap, zero-fill; see :mod:`eventstore.purge`)."""
+        return purge_log(self.shared, timeout)

@@ -1,0 +1,39 @@
+"""The log's physical purge: only the payload segments that held erased
+payloads are rewritten (see :mod:`eventstore.storage.compact` for the steps);
+the log's main environment never holds content."""
+
+from __future__ import annotations
+
+import time
+
+from ..backend import PurgeReport
+from ..storage.compact import Swap
+from .layout import DIRTY, META, read_head_state, read_int_set, write_int_set
+from .logenv import LogEnv, finish_erasures
+
+__all__ = ["purge_log"]
+
+def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
+    """Finish pending erasures, drop payloads of appends that never committed,
+    and rewrite every payload segment holding freed payload bytes."""
+    started = time.perf_counter()
+    swap = Swap()
+    with shared.lock.exclusive(timeout):
+        if shared.env is None:
+            shared.reopen()
+        finish_erasures(shared)
+        head = shared.read(lambda txn: read_head_state(txn, shared.dbs[META]).seq)
+        dirty = shared.read(lambda txn: read_int_set(txn, shared.dbs[META], DIRTY))
+        dirty |= shared.segments.drop_after(head)
+        segments = shared.segments
+        try:
+            for index in sorted(dirty):
+                env = segments.env(index)
+                if env is not None:
+                    swap.rewrite(env, [None], segments.path(index),
+                                 lambda i=index: segments.close(i))
+            shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
+        finally:
+            generation = swap.finish(shared)
+    return swap.report(generation, started)
+

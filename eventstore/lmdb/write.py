@@ -1,0 +1,176 @@
+"""The append path of the LMDB log, run inside one write transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from hashlib import sha256
+from typing import Any
+
+from ..backend import PreparedAppend
+from ..chain import HASH_SIZE, SALT_SIZE, new_salts
+from ..codec import decode_header, encode_header_fields
+from ..envelope import AppendResult, Header
+from ..errors import (
+    ConcurrencyError,
+    CorruptionError,
+    DuplicateEventError,
+    InvalidEventError,
+)
+from .layout import (
+    DIRTY,
+    ERASING,
+    EVENT_IDS,
+    HEADERS,
+    META,
+    STREAM_INDEX,
+    STREAMS,
+    HeadState,
+    read_head_state,
+    read_int_set,
+    seq_key,
+    seq_of_key,
+    write_head_state,
+    write_int_set,
+)
+from .segments import Segments
+
+__all__ = ["TxnWriter"]
+
+
+def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, append: bool = False,
+             duplicate: bool = False) -> None:
+    """putmulti with the return value checked (py-lmdb reports clashes, not raises)."""
+    consumed, added = cursor.putmulti(items, append=append, overwrite=not (append or duplicate))
+    if consumed != len(items) or added != len(items):
+        if duplicate:
+            raise DuplicateEventError(clash)
+        raise CorruptionError(clash)
+
+
+class TxnWriter:
+    """Appends prepared requests within one LMDB write transaction.
+
+    Payloads are collected for the segments (:attr:`payloads`), which the
+    caller writes before this transaction commits; erased seqs are marked in
+    ``meta`` for the deletion that follows the commit.
+    """
+
+    def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int],
+                 segments: Segments) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.segments = segments
+        self.head: HeadState = read_head_state(txn, dbs[META])
+        self.now = max(clock(), self.head.time)
+        self.headers = txn.cursor(db=dbs[HEADERS])
+        self.payloads: list[tuple[bytes, bytes]] = []
+        self.erased: set[int] = set()
+
+    def apply(self, req: PreparedAppend) -> AppendResult:
+        """Append one request (or recognise it as a retry)."""
+        if req.client_ids:
+            previous = self._previous_result(req)
+            if previous is not None:
+                return previous
+        version = self._check_version(req)
+        self._erase(req.erases)
+        first = self.head.seq + 1
+        headers, payloads, ids, index = self._records(req, first, version)
+        _put_all(self.headers, headers, f"seq {first} already exists in the log", append=True)
+        self.payloads.extend(payloads)
+        _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
+                 "an event id of this append is already in the log", duplicate=True)
+        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index, "stream index clash")
+        version += len(req.payloads)
+        self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
+        return AppendResult(
+            stream=req.stream, first_seq=first, last_seq=self.head.seq, version=version,
+            event_ids=req.event_ids, recorded_at=self.now,
+        )
+
+    def finish(self, overwritten: set[int]) -> None:
+        """Store the new head and the erasure marks; call once, before commit.
+
+        ``overwritten``: segments where a payload replaced one left by an append
+        that never committed (its bytes stay in freed pages until a purge).
+        """
+        meta = self.dbs[META]
+        write_head_state(self.txn, meta, self.head)
+        if self.erased:
+            erasing = read_int_set(self.txn, meta, ERASING) | self.erased
+            write_int_set(self.txn, meta, ERASING, erasing)
+        dirty = overwritten | {self.segments.index_of(s) for s in self.erased}
+        if dirty:
+            write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)
+
+    def _records(self, req: PreparedAppend, first: int, version: int) -> tuple[list[Any], ...]:
+        """Encode every record of the request and advance the chain."""
+        count = len(req.payloads)
+        salts = new_salts(count)
+        link, now, stream, actor = self.head.hash, self.now, req.stream, req.actor
+        prefix = stream.encode() + b"\x00"
+        headers, payloads, ids, index = [], [], [], []
+        for i, payload in enumerate(req.payloads):
+            seq, at = first + i, version + 1 + i
+            # A tuple encodes exactly as the array-like Header (tested), without building one.
+            header = encode_header_fields((
+                seq, stream, at, req.event_ids[i], req.types[i], now, actor,
+                req.causation_id, req.correlation_id, req.schema_versions[i],
+                req.erases if i == 0 else (),
+            ))
+            stored = salts[i * SALT_SIZE : (i + 1) * SALT_SIZE] + payload
+            commitment = sha256(stored).digest()
+            link = sha256(link + header + commitment).digest()
+            key = seq_key(seq)
+            headers.append((key, link + commitment + header))
+            payloads.append((key, stored))
+            ids.append((req.event_ids[i].encode(), key))
+            index.append((prefix + seq_key(at), key))
+        self.head.seq = first + count - 1
+        self.head.hash = link
+        self.head.time = now
+        return headers, payloads, ids, index
+
+    def _check_version(self, req: PreparedAppend) -> int:
+        raw = self.txn.get(req.stream.encode(), db=self.dbs[STREAMS])
+        current = 0 if raw is None else seq_of_key(raw)
+        expected = req.expected_version
+        if expected is not None and expected != current:
+            raise ConcurrencyError(
+                f"stream {req.stream} is at version {current}, expected {expected}",
+                stream=req.stream, expected=expected, actual=current,
+            )
+        return current
+
+    def _erase(self, seqs: Sequence[int]) -> None:
+        for seq in seqs:
+            if seq < 1 or seq > self.head.seq:
+                raise InvalidEventError(f"cannot erase seq {seq}: the log head is {self.head.seq}")
+            self.erased.add(seq)
+
+    def _previous_result(self, req: PreparedAppend) -> AppendResult | None:
+        ids_db = self.dbs[EVENT_IDS]
+        found = [self.txn.get(eid.encode(), db=ids_db) for eid in req.event_ids]
+        if all(f is None for f in found):
+            return None
+        seqs = [seq_of_key(f) for f in found if f is not None]
+        if len(seqs) != len(found) or seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+            raise DuplicateEventError(
+                f"event ids of this append were used by another append (first at seq {seqs[0]})"
+            )
+        first = self._stored_header(seqs[0])
+        last = self._stored_header(seqs[-1])
+        if first.stream != req.stream or [first.type] != list(req.types[:1]):
+            raise DuplicateEventError(
+                f"event id {req.event_ids[0]} was used for a different event (seq {seqs[0]})"
+            )
+        return AppendResult(
+            stream=first.stream, first_seq=first.seq, last_seq=last.seq, version=last.version,
+            event_ids=req.event_ids, recorded_at=first.recorded_at, duplicate=True,
+        )
+
+    def _stored_header(self, seq: int) -> Header:
+        raw = self.txn.get(seq_key(seq), db=self.dbs[HEADERS])
+        if raw is None:
+            raise CorruptionError(f"header of seq {seq} is missing", seq=seq)
+        return decode_header(bytes(raw)[2 * HASH_SIZE :], seq)

@@ -1,0 +1,30 @@
+"""The storage kit: file and LMDB helpers shared by the log's LMDB backend and
+the projections.
+
+- :class:`MaintenanceLock`: a process-shared lock; operations hold it shared,
+  a purge exclusive.
+- :class:`SharedEnv` (:func:`open_shared_env`, :func:`release_shared_env`): one
+  LMDB environment per path per process, reference counted, reopened when
+  another process's purge bumped its generation; :class:`RetiredError` when it
+  was retired for good.
+- :func:`purge_env`: rewrite an environment without stale bytes (a compacting
+  copy swapped in, the old file zero-filled); :class:`Swap` is its step.
+- :func:`wipe_tree`: zero-fill and remove every file under a directory.
+- :func:`ensure_private_dir`, :func:`fsync_dir`: 0700 directories, durable renames.
+"""
+
+from .compact import Swap, purge_env
+from .env import SharedEnv, open_shared_env, release_shared_env
+from .files import MaintenanceLock, ensure_private_dir, fsync_dir, wipe_tree
+
+__all__ = [
+    "MaintenanceLock",
+    "SharedEnv",
+    "Swap",
+    "ensure_private_dir",
+    "fsync_dir",
+    "open_shared_env",
+    "purge_env",
+    "release_shared_env",
+    "wipe_tree",
+]

@@ -1,0 +1,210 @@
+"""File-system helpers: private directories, durable renames, wiping files."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import LockTimeoutError, StorageError, StorageFullError
+
+__all__ = [
+    "MaintenanceLock",
+    "create_int_file",
+    "ensure_private_dir",
+    "fsync_dir",
+    "read_int_file",
+    "storage_error",
+    "wipe_file",
+    "wipe_tree",
+    "write_int_file",
+]
+
+_ZEROS = bytes(1 << 20)
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) with mode 0700 and make sure it is 0700."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != 0o700:
+        path.chmod(0o700)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so that renames inside it are durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_int_file(path: Path, default: int = 0) -> int:
+    """Read a small integer file; ``default`` when it does not exist."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return default
+    try:
+        text = os.read(fd, 32)
+    finally:
+        os.close(fd)
+    try:
+        return int(text.strip() or default)
+    except ValueError:
+        return default
+
+
+def write_int_file(path: Path, value: int) -> None:
+    """Atomically and durably replace a small integer file (mode 0600)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, str(value).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def create_int_file(path: Path, value: int) -> None:
+    """Create a small integer file unless it exists (safe when processes race)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.write(fd, str(value).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def wipe_fd(fd: int) -> int:
+    """Overwrite an open file with zeros and fsync it; return the bytes written."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    done = 0
+    while done < size:
+        done += os.write(fd, _ZEROS[: min(len(_ZEROS), size - done)])
+    os.fsync(fd)
+    return size
+
+
+def wipe_file(path: Path) -> int:
+    """Zero-fill, fsync and unlink a file; return its size (0 if missing)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0
+    try:
+        size = wipe_fd(fd)
+    finally:
+        os.close(fd)
+    path.unlink(missing_ok=True)
+    return size
+
+
+def wipe_tree(path: Path) -> int:
+    """Zero-fill and remove every file under ``path``, then the directories."""
+    if not path.exists():
+        return 0
+    total = 0
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            target = Path(root) / name
+            if target.is_symlink():
+                target.unlink()
+            else:
+                total += wipe_file(target)
+        for name in dirs:
+            target = Path(root) / name
+            with contextlib.suppress(OSError):
+                target.unlink() if target.is_symlink() else target.rmdir()
+    with contextlib.suppress(OSError):
+        path.rmdir()
+    return total
+
+
+def storage_error(exc: BaseException, what: str) -> StorageError:
+    """Translate an OS or LMDB error into the memlog tree."""
+    err = getattr(exc, "errno", None)
+    if err == errno.ENOSPC or "No space left" in str(exc):
+        return StorageFullError(f"{what}: the disk is full; nothing was written")
+    return StorageError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+class MaintenanceLock:
+    """A cross-process reader/writer lock on a file (flock).
+
+    Ordinary operations hold it shared; a purge holds it exclusive while it
+    swaps files. It is re-entrant for shared holders within one process.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._owner: int | None = None  # thread holding it exclusive
+
+    def close(self) -> None:
+        """Release the file descriptor."""
+        with self._cond:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the lock shared for the block (the purging thread passes through)."""
+        me = threading.get_ident()
+        with self._cond:
+            while self._owner is not None and self._owner != me:
+                self._cond.wait()
+            if self._shared == 0 and self._owner is None:
+                fcntl.flock(self._fd, fcntl.LOCK_SH)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if self._shared == 0 and self._owner is None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self, timeout: float) -> Iterator[None]:
+        """Hold the lock exclusive for the block, waiting up to ``timeout`` s."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._shared == 0 and self._owner is None, timeout):
+                raise LockTimeoutError("this process stayed mid-operation; the purge did not start")
+            self._acquire_exclusive(timeout)
+            self._owner = threading.get_ident()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._owner = None
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                self._cond.notify_all()
+
+    def _acquire_exclusive(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeoutError(
+                        f"the maintenance lock stayed busy for {timeout:.0f} s"
+                    ) from None
+                time.sleep(0.005)

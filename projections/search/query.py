@@ -1,0 +1,173 @@
+"""Search queries: BM25 with fuzzy and prefix matching (seed 002), filters,
+as-of intervals, and relevance scoring with decay (seed 000)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import tantivy
+
+from eventstore import InvalidQueryError, Sort
+
+from .index import OPEN_SEQ, SearchIndex, check_limit
+
+__all__ = ["SearchHit", "SearchQuery", "build_query", "run_search", "tokens"]
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
+_EXPANSIONS = 8  # indexed words a trailing prefix may stand for
+
+
+class SearchQuery(msgspec.Struct, frozen=True):
+    """What to search for (seed 000's query API)."""
+
+    text: str = ""
+    kinds: tuple[str, ...] = ()
+    session_id: str | None = None
+    agent_ids: tuple[str, ...] = ()
+    user_id: str | None = None
+    tags: tuple[str, ...] = ()
+    since: int | None = None
+    until: int | None = None
+    limit: int = 10
+    sort: Sort = "relevance"
+    min_relevance: float = 0.0
+    exclude_sessions: tuple[str, ...] = ()
+    include_archived: bool = True  # False: leave out archived sessions (unless session_id names one)
+
+
+class SearchHit(msgspec.Struct, frozen=True):
+    """One result before the views fill in the entry."""
+
+    rseq: int
+    text_score: float
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens, as Tantivy's default tokenizer makes them."""
+    return [t.lower() for t in _TOKEN.findall(text) if len(t) <= 40]
+
+
+def build_query(schema: Any, query: SearchQuery, as_of: int | None,
+                known: frozenset[str] = frozenset(), expansions: tuple[str, ...] = (),
+                words: list[str] | None = None) -> Any:
+    """The Tantivy query for text, filters and, for ``as_of``, the interval.
+
+    A word in the index (``known``) matches exactly; the last word also
+    matches the indexed words it is a prefix of (``expansions``: the query is
+    often still being typed). A word in no document matches fuzzily, with an
+    edit distance of 20 % of its length (seed 002). The usual query is then a
+    plain union of terms, which Tantivy answers with block-max WAND.
+
+    A current search (``as_of`` None) has no interval clause: the few ended
+    documents are dropped after the search (see :func:`run_search`).
+    """
+    clauses: list[tuple[Any, Any]] = []
+    words = tokens(query.text) if words is None else words
+    if words:
+        clauses.append((_Must, _text(schema, words, known, expansions)))
+    else:
+        clauses.append((_Must, tantivy.Query.all_query()))
+    for field, values in (("kind", query.kinds), ("agent", query.agent_ids), ("tags", query.tags)):
+        if values:
+            clauses.append((_Must, _any_of(schema, field, values)))
+    for field, value in (("session", query.session_id), ("user", query.user_id)):
+        if value:
+            clauses.append((_Must, tantivy.Query.term_query(schema, field, value)))
+    if query.since is not None or query.until is not None:
+        clauses.append((_Must, tantivy.Query.range_query(
+            schema, "occurred_at", tantivy.FieldType.Integer, query.since, query.until)))
+    if as_of is not None:
+        clauses.append((_Must, _interval(schema, as_of)))
+    clauses += [(_MustNot, tantivy.Query.term_query(schema, "session", s))
+                for s in query.exclude_sessions]
+    if len(clauses) == 1:
+        return clauses[0][1]
+    return tantivy.Query.boolean_query(clauses)
+
+
+def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tuple[str, ...]) -> Any:
+    options: list[tuple[Any, Any]] = []
+    for word in dict.fromkeys([*words, *expansions]):
+        if word in known or word in expansions:
+            options.append((_Should, tantivy.Query.term_query(schema, "content", word)))
+            continue
+        distance = min(2, int(len(word) * 0.2))
+        if distance:
+            fuzzy = tantivy.Query.fuzzy_term_query(schema, "content", word, distance=distance, prefix=True)
+            options.append((_Should, tantivy.Query.boost_query(fuzzy, 0.3)))
+    if not options:
+        return tantivy.Query.empty_query()
+    return options[0][1] if len(options) == 1 else tantivy.Query.boolean_query(options)
+
+
+def _prefix_expansions(searchers: list[tuple[int, Any]], words: list[str]) -> tuple[str, ...]:
+    """The most frequent indexed words that the last word (3+ characters) begins."""
+    if not words or len(words[-1]) < 3:
+        return ()
+    counts: dict[str, int] = {}
+    for _, searcher in searchers:
+        for term, count in searcher.terms_with_prefix("content", words[-1], limit=_EXPANSIONS):
+            counts[term] = counts.get(term, 0) + count
+    ranked = sorted(counts, key=lambda t: (-counts[t], t))
+    return tuple(t for t in ranked[:_EXPANSIONS] if t != words[-1])
+
+
+def _any_of(schema: Any, field: str, values: tuple[str, ...]) -> Any:
+    return tantivy.Query.boolean_query(
+        [(_Should, tantivy.Query.term_query(schema, field, v)) for v in values])
+
+
+def _interval(schema: Any, as_of: int) -> Any:
+    started = tantivy.Query.range_query(schema, "from_seq", tantivy.FieldType.Unsigned, 1, as_of)
+    not_ended = tantivy.Query.range_query(schema, "to_seq", tantivy.FieldType.Unsigned, as_of,
+                                          None, include_lower=False)
+    return tantivy.Query.boolean_query([(_Must, started), (_Must, not_ended)])
+
+
+def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
+               words: list[str] | None = None) -> list[SearchHit]:
+    """Top hits by BM25 across shards (enough candidates for re-ranking).
+
+    Shards are searched in parallel (Tantivy releases the GIL). A current
+    search drops ended documents (entries compacted out of their session) and
+    asks a shard again for more when that left it short.
+    """
+    check_limit(query.limit)
+    if not 0.0 <= query.min_relevance <= 1.0:
+        raise InvalidQueryError("min_relevance must be between 0 and 1")
+    searchers = index.searchers()
+    words = tokens(query.text) if words is None else words
+    known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
+    try:
+        q = build_query(index.schema, query, as_of, known, _prefix_expansions(searchers, words), words)
+    except ValueError as exc:
+        raise InvalidQueryError(f"invalid search: {exc}") from None
+    want = min(10_000, max(query.limit * 2, 20))
+
+    def top(searcher: Any) -> list[SearchHit]:
+        return _shard_top(searcher, q, want, current=as_of is None)
+
+    hits = [hit for shard_hits in index.map_searchers(top, searchers) for hit in shard_hits]
+    hits.sort(key=lambda h: (-h.text_score, h.rseq))
+    return hits[:want]
+
+
+def _shard_top(searcher: Any, q: Any, want: int, current: bool) -> list[SearchHit]:
+    asked = want
+    while True:
+        found = searcher.search(q, asked, count=False).hits
+        if not found:
+            return []
+        addrs = [addr for _, addr in found]
+        rseqs = searcher.fast_field_values("rseq", addrs)
+        if not current:
+            return [SearchHit(int(r), float(s)) for (s, _), r in zip(found, rseqs, strict=True) if r]
+        ends = searcher.fast_field_values("to_seq", addrs)
+        hits = [SearchHit(int(r), float(s))
+                for (s, _), r, e in zip(found, rseqs, ends, strict=True) if r and e == OPEN_SEQ]
+        if len(hits) >= want or len(found) < asked or asked >= 10_000:
+            return hits[:want]
+        asked = min(10_000, asked * 4)

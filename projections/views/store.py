@@ -1,0 +1,157 @@
+"""The views projection: temporal current-state views in their own LMDB environment.
+
+The views hold no entry content: ``entries`` and ``deleted`` store
+:class:`~projections.models.StoredEntry` values, and a read scope reads each
+entry from the log payload at its ``source_seq`` through the ``events_at``
+given to the store. They still hold memory values and session metadata.
+
+Databases (see :mod:`projections._keys` for the temporal key layout):
+
+- ``entries`` (content-free entry versions), ``sessions``, ``memories``, ``access``,
+  ``params``: temporal;
+- ``session_stats``: seed 000's manifest statistics, current;
+- ``by_session``: session | occurred_at | entry id -> kind (recent messages, tasks);
+- ``by_time``: occurred_at | entry id -> session id (retention, criteria);
+- ``derived``: parent id | child id (deletion follows ``derived_from``);
+- ``by_seq``: recorded seq -> kind, importance, occurred_at | entry id (search hits name
+  entries by seq and are ranked from this value alone);
+- ``by_hash``: crc32(entry id) | entry id (a search shard's rebuild reads its range);
+- ``archived``: ids of the sessions archived now (left out of default search);
+- ``memory_ids``: memory id -> user | key;
+- ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
+- ``deletions``: the deletion ledger; ``stats``: global counters;
+- ``meta``: the checkpoint (last applied seq), written in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import msgspec
+
+from eventstore import RecordedEvent, StorageError
+from eventstore.storage import SharedEnv, open_shared_env, release_shared_env
+
+from .apply import ViewWriter
+from .keys import u64, unpack_u64
+from .read import EventsAt, ViewReader
+
+__all__ = ["VIEW_DBS", "ViewStore"]
+
+VIEW_DBS = (
+    b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
+    b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
+    b"deleted", b"by_seq", b"archived", b"by_hash",
+)
+
+
+class ViewStore:
+    """The views environment: apply records, read as of any seq.
+
+    ``events_at`` is the log's batch read (:meth:`eventstore.EventLog.events_at`):
+    readers get each entry from the payload at its source seq. Applying records
+    never calls it.
+    """
+
+    def __init__(self, path: Path, *, events_at: EventsAt, sync: bool = True) -> None:
+        self.path = path
+        self.events_at = events_at
+        self._shared: SharedEnv | None = open_shared_env(path, VIEW_DBS, sync=sync)
+
+    @property
+    def shared(self) -> SharedEnv:
+        """The environment (raises once closed)."""
+        if self._shared is None:
+            raise StorageError("the views are closed")
+        return self._shared
+
+    def close(self) -> None:
+        """Release the environment."""
+        if self._shared is not None:
+            release_shared_env(self._shared)
+            self._shared = None
+
+    def checkpoint(self) -> int:
+        """The last seq applied."""
+        return self.shared.read(lambda txn: _checkpoint(txn, self.shared.dbs))
+
+    def apply(self, records: Callable[[int], Iterable[RecordedEvent]], upto: int | None = None) -> int:
+        """Apply records after the stored checkpoint, in one transaction.
+
+        ``records(after)`` must give the log's records after seq ``after``; it is
+        called again when the transaction is retried (the map grew), so no
+        record is lost. Records at or below the checkpoint are skipped, so two
+        processes catching up at once apply each event exactly once. Returns
+        the new checkpoint.
+        """
+        def run(txn: Any) -> int:
+            dbs = self.shared.dbs
+            done = _checkpoint(txn, dbs)
+            writer = ViewWriter(txn, dbs)
+            for rec in records(done):
+                if rec.seq <= done:
+                    continue
+                if upto is not None and rec.seq > upto:
+                    break
+                writer.apply(rec)
+                done = rec.seq
+            writer.finish()
+            txn.put(b"checkpoint", u64(done), db=dbs[b"meta"])
+            return done
+
+        return self.shared.write(run)
+
+    def read(self, as_of: int | None = None) -> _ReadScope:
+        """A read scope: ``with store.read(as_of) as view: view.entry(id)``."""
+        return _ReadScope(self, as_of)
+
+    def dump(self) -> dict[str, list[tuple[str, object]]]:
+        """Every database as sorted (key hex, decoded value) pairs, for tests."""
+        def run(txn: Any) -> dict[str, list[tuple[str, object]]]:
+            out: dict[str, list[tuple[str, object]]] = {}
+            for name, db in self.shared.dbs.items():
+                items = [(bytes(k).hex(), _decoded(bytes(v))) for k, v in txn.cursor(db=db)]
+                out[name.decode()] = items
+            return out
+
+        return self.shared.read(run)
+
+
+class _ReadScope:
+    """Holds one read transaction for a group of reads."""
+
+    def __init__(self, store: ViewStore, as_of: int | None) -> None:
+        self._store = store
+        self._as_of = as_of
+        self._ctx: Any = None
+        self._txn: Any = None
+
+    def __enter__(self) -> ViewReader:
+        shared = self._store.shared
+        self._ctx = shared.operation()
+        env = self._ctx.__enter__()
+        try:
+            self._txn = env.begin(buffers=True)
+        except lmdb.MapResizedError:
+            env.set_mapsize(0)
+            self._txn = env.begin(buffers=True)
+        return ViewReader(self._txn, shared.dbs, self._as_of, self._store.events_at)
+
+    def __exit__(self, *exc: object) -> None:
+        self._txn.abort()
+        self._ctx.__exit__(None, None, None)
+
+
+def _checkpoint(txn: Any, dbs: dict[bytes, Any]) -> int:
+    raw = txn.get(b"checkpoint", db=dbs[b"meta"])
+    return 0 if raw is None else unpack_u64(raw)
+
+
+def _decoded(raw: bytes) -> object:
+    try:
+        return msgspec.msgpack.decode(raw)
+    except msgspec.DecodeError:
+        return raw.hex()
