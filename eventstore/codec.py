@@ -160,7 +160,8 @@ def _bad_id(obj: object, path: str) -> str | None:
     return None
 
 
-_NESTED = re.compile(r"\b(Details|\w+Details|DeletionCriteria|DeletedRef|EntryRecorded|EntryChanges)\b")
+_NESTED = re.compile(
+    r"\b(Details|\w+Details|DeletionCriteria|DeletedRef|EntryRecorded|EntryChanges|RedactionNote)\b")
 
 
 def _id_fields(cls: type) -> tuple[tuple[str, bool], ...]:

@@ -41,6 +41,7 @@ __all__ = [
     "MessageDetails",
     "PreferenceDetails",
     "PurgeCompleted",
+    "RedactionNote",
     "RetentionApplied",
     "SessionArchived",
     "SessionCompacted",
@@ -226,8 +227,23 @@ class DecayApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
     importance_boost: Annotated[float, Meta(ge=0.0)] = 0.2
 
 
+class RedactionNote(msgspec.Struct, frozen=True, gc=False):
+    """What a later redaction keeps of an earlier one whose payload it erased:
+    where it was recorded, the spans per pattern, why and by whom; no content."""
+
+    seq: Annotated[int, Meta(ge=1)]
+    spans: dict[str, int]
+    reason: Text
+    requested_by: Id
+
+
 class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.redacted"):
-    """Spans were removed from an entry; the original payload was erased."""
+    """Spans were removed from an entry; the original payload was erased.
+
+    A redaction of an entry already redacted erases the earlier redaction's
+    payload (it holds the remaining text), so ``prior`` carries the notes of
+    every earlier redaction of the entry, oldest first, for history.
+    """
 
     entry_id: Id
     target_seq: Annotated[int, Meta(ge=1)]
@@ -235,6 +251,7 @@ class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag
     reason: Text
     requested_by: Id
     redacted: EntryRecorded | None = None
+    prior: tuple[RedactionNote, ...] = ()
 
 
 class DeletedRef(msgspec.Struct, frozen=True, gc=False):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
-from eventstore.storage import purge_env, wipe_tree
+from eventstore.storage import ensure_private_dir, purge_env, wipe_tree
 
 from ._fsutil import wipe_dir
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
@@ -345,8 +345,13 @@ def _layout(root: Path) -> str:
 
 
 def _mark_layout(root: Path, mark: str) -> None:
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (root / "layout").write_text(mark + "\n")
+    ensure_private_dir(root)
+    fd = os.open(root / "layout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        os.write(fd, (mark + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -29,11 +29,13 @@ from eventstore import (
     MemorySaved,
     PurgeCompleted,
     RecordedEvent,
+    RedactionNote,
     SessionArchived,
     SessionCompacted,
     SessionRestored,
     SessionStarted,
     SessionUpdated,
+    entry_texts,
     format_micros,
     parse_time,
 )
@@ -111,17 +113,25 @@ class HistoryItem(msgspec.Struct, frozen=True):
     request_id: str | None = None
     content: str | None = None
     occurred_at: str | None = None
+    texts: tuple[str, ...] = ()  # every text of the entry then (eventstore.entry_texts), content first
 
 
 def history(store: Store, item_id: str) -> list[HistoryItem]:
-    """Every event that touched an entry, memory or session, oldest first."""
+    """Every event that touched an entry, memory or session, oldest first.
+
+    An event whose payload was erased since (an entry recorded then deleted or
+    redacted, an earlier redaction erased by a later one) is still listed, from
+    its header and from what later events kept of it (tombstone refs,
+    redaction notes), without content.
+    """
     iid = check_id(item_id, "id")
     items: list[HistoryItem] = []
     erased_by: dict[int, tuple[str, str | None]] = {}
+    notes: dict[int, RedactionNote] = {}
     created = False
     requests: set[str] = set()
     for rec in store.log.read():
-        item = _touch(rec, iid, erased_by)
+        item = _touch(rec, iid, erased_by, notes)
         if item is not None:
             created = created or item.type in ("entry.recorded", "memory.saved", "session.started")
             if item.request_id:
@@ -132,11 +142,20 @@ def history(store: Store, item_id: str) -> list[HistoryItem]:
         elif isinstance(rec.event, PurgeCompleted) and requests & set(rec.event.request_ids):
             verified = "verified" if rec.event.verified else "NOT verified"
             items.append(_item(rec, f"purged from every file ({verified})"))
-    for seq, (kind, request_id) in erased_by.items():
-        if not any(i.seq == seq for i in items):
-            header = store.log.get(seq).header
-            items.append(HistoryItem(seq, header.type, format_micros(header.recorded_at), header.actor,
-                                     f"{kind}; content erased", request_id=request_id))
+    seen = {i.seq for i in items}
+    for seq in sorted(set(erased_by) | set(notes)):
+        if seq in seen:
+            continue
+        header = store.log.get(seq).header
+        when = format_micros(header.recorded_at)
+        if (note := notes.get(seq)) is not None:
+            items.append(HistoryItem(seq, header.type, when, header.actor,
+                                     f"redacted: {dict(note.spans)} by {note.requested_by}; content erased",
+                                     reason=note.reason))
+        else:
+            kind, request_id = erased_by[seq]
+            items.append(HistoryItem(seq, header.type, when, header.actor, f"{kind}; content erased",
+                                     request_id=request_id))
     if not items:
         raise EntryNotFoundError(f"no event ever touched {iid}")
     return sorted(items, key=lambda i: i.seq)
@@ -146,12 +165,13 @@ def _item(rec: RecordedEvent, what: str, **extra: Any) -> HistoryItem:
     return HistoryItem(rec.seq, rec.type, format_micros(rec.recorded_at), rec.actor, what, **extra)
 
 
-def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | None]]) -> HistoryItem | None:
+def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | None]],
+           notes: dict[int, RedactionNote]) -> HistoryItem | None:
     event = rec.event
     match event:
         case EntryRecorded() if event.entry_id == iid:
             return _item(rec, f"{event.kind} recorded", content=event.content,
-                         occurred_at=format_micros(event.occurred_at))
+                         occurred_at=format_micros(event.occurred_at), texts=tuple(entry_texts(event)))
         case EntryUpdated() if event.entry_id == iid:
             changes = {k: v for k, v in msgspec.to_builtins(event.changes).items() if v is not None}
             return _item(rec, f"updated: {changes}")
@@ -160,8 +180,11 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case EntryRedacted() if event.entry_id == iid:
             for seq in rec.header.erases:
                 erased_by.setdefault(seq, ("entry.recorded" if seq == event.target_seq else "redacted", None))
+            notes.update((note.seq, note) for note in event.prior)
+            after = event.redacted
             return _item(rec, f"redacted: {dict(event.spans)} by {event.requested_by}", reason=event.reason,
-                         content=event.redacted.content if event.redacted else None)
+                         content=after.content if after else None,
+                         texts=tuple(entry_texts(after)) if after else ())
         case EntriesDeleted() if iid in event.entry_ids:
             for ref in event.refs:
                 if ref.entry_id == iid:

@@ -40,6 +40,7 @@ from eventstore import (
     InvalidInputError,
     PurgeCompleted,
     PurgeReport,
+    RedactionNote,
     RetentionApplied,
     SessionNotFoundError,
     entry_texts,
@@ -323,7 +324,8 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
         raise InvalidInputError(f"no pattern matched in entry {entry_id}; nothing was redacted")
     seqs = sorted({view.recorded_seq, *((view.redacted.seq,) if view.redacted else ())})
     event = EntryRedacted(entry_id=entry_id, target_seq=view.recorded_seq, spans=counts,
-                          reason=reason, requested_by=requested_by, redacted=entry)
+                          reason=reason, requested_by=requested_by, redacted=entry,
+                          prior=_prior_notes(store, view))
     result = store.log.erase(seqs, event, stream="system", actor=requested_by)
     _log.info("entry redacted", entry_id=entry_id, spans=sum(counts.values()))
     report = DeletionReport(request_id=result.event_ids[0], deleted=0, ids=(entry_id,), purged=False,
@@ -332,6 +334,18 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
     if defer:
         return report
     return finish_purge(store, report, [], [entry_id], needles.needles, views=False)
+
+
+def _prior_notes(store: Store, view: EntryView) -> tuple[RedactionNote, ...]:
+    """The notes of every earlier redaction of the entry: this redaction erases
+    the latest one's payload, and with it the notes it carried."""
+    if view.redacted is None:
+        return ()
+    earlier = store.log.events_at([view.redacted.seq])[0]
+    carried = earlier.prior if isinstance(earlier, EntryRedacted) else ()
+    r = view.redacted
+    return (*carried, RedactionNote(seq=r.seq, spans=dict(r.spans), reason=r.reason,
+                                    requested_by=r.requested_by))
 
 
 def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int]) -> EntryRecorded:

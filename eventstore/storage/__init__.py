@@ -10,12 +10,13 @@ the projections.
 - :func:`purge_env`: rewrite an environment without stale bytes (a compacting
   copy swapped in, the old file zero-filled); :class:`Swap` is its step.
 - :func:`wipe_tree`: zero-fill and remove every file under a directory.
-- :func:`ensure_private_dir`, :func:`fsync_dir`: 0700 directories, durable renames.
+- :func:`ensure_private_dir`, :func:`private_tree`, :func:`fsync_dir`: 0700
+  directories and 0600 files whatever the umask, durable renames.
 """
 
 from .compact import Swap, purge_env
 from .env import SharedEnv, open_shared_env, release_shared_env
-from .files import MaintenanceLock, ensure_private_dir, fsync_dir, wipe_tree
+from .files import MaintenanceLock, ensure_private_dir, fsync_dir, private_tree, wipe_tree
 
 __all__ = [
     "MaintenanceLock",
@@ -24,6 +25,7 @@ __all__ = [
     "ensure_private_dir",
     "fsync_dir",
     "open_shared_env",
+    "private_tree",
     "purge_env",
     "release_shared_env",
     "wipe_tree",

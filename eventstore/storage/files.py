@@ -18,6 +18,7 @@ __all__ = [
     "create_int_file",
     "ensure_private_dir",
     "fsync_dir",
+    "private_tree",
     "read_int_file",
     "storage_error",
     "wipe_file",
@@ -33,6 +34,25 @@ def ensure_private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_mode & 0o777 != 0o700:
         path.chmod(0o700)
+
+
+def private_tree(path: Path) -> None:
+    """Make every file under ``path`` 0600 and every directory 0700, whatever
+    the umask was when they were created (Tantivy creates its files 0666 less
+    the umask). Links are left alone: nothing under a data directory links out."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir():
+                    if entry.stat().st_mode & 0o777 != 0o700:
+                        os.chmod(entry.path, 0o700)
+                    private_tree(Path(entry.path))
+                elif entry.stat().st_mode & 0o777 != 0o600:
+                    os.chmod(entry.path, 0o600)
+            except FileNotFoundError:
+                continue  # removed meanwhile (another process's merge or wipe)
 
 
 def fsync_dir(path: Path) -> None:

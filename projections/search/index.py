@@ -27,7 +27,7 @@ import msgspec
 import tantivy
 
 from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
-from eventstore.storage import MaintenanceLock
+from eventstore.storage import MaintenanceLock, private_tree
 
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
 
@@ -102,6 +102,7 @@ class SearchShard:
         except (ValueError, OSError) as exc:
             raise StorageError(f"cannot open search shard {self.link.name}: {exc}") from None
         self.target = target
+        private_tree(self.link.parent / target)
 
     def open_writer(self, timeout: float = 30.0) -> Any:
         """The shard's writer, waiting while another process holds it."""
@@ -124,6 +125,7 @@ class SearchShard:
         writer.wait_merging_threads()
         self.writer = None
         self.dirty = False
+        private_tree(self.link.parent / self.target)  # Tantivy's files are 0666 less the umask
         self.index.reload()
 
     def rollback(self) -> None:
@@ -155,6 +157,7 @@ class SearchShard:
         writer.add_document(_checkpoint_doc(checkpoint))
         writer.commit()
         writer.wait_merging_threads()
+        private_tree(fresh)
         old = self.link.parent / os.readlink(self.link)
         self.rollback()
         self.index = None
