@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from eventstore import (
+    SHOWN_STATES,
     DecayApplied,
     DeletedRef,
     DeletionRequested,
@@ -99,7 +100,7 @@ class ViewWriter:
         prefix = session_id.encode() + SEP
         for key, _ in prefix_items(self.txn, self.dbs[b"by_session"], prefix):
             stored = self.current_entry(key[len(prefix) + 9 :].decode())
-            if stored is not None and stored.state in ("live", "redacted"):
+            if stored is not None and stored.state in SHOWN_STATES:
                 stats = r.stats_added(stats, stored)
         return stats
 
@@ -196,7 +197,7 @@ class ViewWriter:
             return
         new: StoredEntry = fn(prev)
         self.put(b"entries", version_key(entry_id, new.changed_seq), new)
-        if new.state in ("live", "redacted"):  # importance may change
+        if new.state in SHOWN_STATES:  # importance may change
             self.txn.put(u64(new.recorded_seq), _rank(new), db=self.dbs[b"by_seq"])
 
     def _entries_deleted(self, rec: RecordedEvent, event: EntriesDeleted) -> None:
@@ -224,7 +225,7 @@ class ViewWriter:
         last = _entry(versions[-1][1]) if versions else None
         if last is not None:
             self._unindex(last)
-            if last.state in ("live", "redacted"):
+            if last.state in SHOWN_STATES:
                 self._uncount(last)
         self.put(b"deleted", ref.entry_id.encode(), r.entry_deleted(ref, tomb))
 
@@ -247,7 +248,7 @@ class ViewWriter:
         last = _entry(versions[-1][1]) if versions else None
         if last is not None:
             self._unindex(last)
-            if last.state in ("live", "redacted"):
+            if last.state in SHOWN_STATES:
                 self._uncount(last)
         entry = event.redacted
         first = r.entry_redacted(rec, event, entry, event.target_seq)
@@ -282,7 +283,7 @@ class ViewWriter:
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
             prev = self.current_entry(eid)
-            if prev is None or prev.state not in ("live", "redacted"):
+            if prev is None or prev.state not in SHOWN_STATES:
                 continue
             self.put(b"entries", version_key(eid, rec.seq),
                      msgspec.structs.replace(prev, state="compacted", changed_seq=rec.seq))

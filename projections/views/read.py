@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from eventstore import Event
+from eventstore import SHOWN_STATES, Event
 
 from ..decay import entry_importance
 from ..models import (
@@ -64,7 +64,6 @@ _deletion = msgspec.msgpack.Decoder(DeletionRecord).decode
 # reader that stops early reads few payloads, a long scan few batches.
 _FIRST_CHUNK = 16
 _CHUNK = 512
-_SHOWN = ("live", "redacted")
 
 
 class ViewReader:
@@ -138,7 +137,7 @@ class ViewReader:
             if kinds and kind.decode() not in kinds:
                 continue
             stored = self.stored_entry(key[len(prefix) + 9 :].decode())
-            if stored is not None and stored.state in _SHOWN:
+            if stored is not None and stored.state in SHOWN_STATES:
                 yield stored
 
     def latest_entries(self, where: Callable[[StoredEntry], bool] | None = None) -> Iterator[EntryView]:
@@ -185,7 +184,7 @@ class ViewReader:
     def _stored_by_time(self, newest_first: bool) -> Iterator[StoredEntry]:
         for key, _ in prefix_items(self.txn, self.dbs[b"by_time"], b"", newest_first):
             stored = self.stored_entry(key[9:].decode())
-            if stored is not None and stored.state in _SHOWN:
+            if stored is not None and stored.state in SHOWN_STATES:
                 yield stored
 
     def entries(self, entry_ids: Iterable[str]) -> list[EntryView | None]:
@@ -224,7 +223,7 @@ class ViewReader:
         not shown), without reading any entry's content: now from the ``by_seq``
         values alone, as of a seq from the stored versions of that seq."""
         if self.as_of is not None:
-            return [None if s is None or s.state not in _SHOWN else
+            return [None if s is None or s.state not in SHOWN_STATES else
                     RankInputs(s.entry_id, s.kind, entry_importance(s), s.occurred_at)
                     for s in self._stored_at(seqs)]
         get = self.txn.cursor(db=self.dbs[b"by_seq"]).get
