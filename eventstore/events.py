@@ -238,12 +238,7 @@ class RedactionNote(msgspec.Struct, frozen=True, gc=False):
 
 
 class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.redacted"):
-    """Spans were removed from an entry; the original payload was erased.
-
-    A redaction of an entry already redacted erases the earlier redaction's
-    payload (it holds the remaining text), so ``prior`` carries the notes of
-    every earlier redaction of the entry, oldest first, for history.
-    """
+    """Spans were removed from an entry; the original payload was erased."""
 
     entry_id: Id
     target_seq: Annotated[int, Meta(ge=1)]
@@ -251,6 +246,9 @@ class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag
     reason: Text
     requested_by: Id
     redacted: EntryRecorded | None = None
+    # A redaction of an entry already redacted erases the earlier redaction's
+    # payload (it holds the remaining text): the notes of every earlier
+    # redaction of the entry, oldest first, are carried here for history.
     prior: tuple[RedactionNote, ...] = ()
 
 
