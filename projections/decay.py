@@ -1,7 +1,7 @@
 """The decay projection's math (seed 000), as pure functions.
 
-``factor = max(floor, exp(-rate_kind * age_hours) * (1 + access_boost * accesses)
-* (1 + importance_boost * importance))``; the rates and boosts come from the
+``factor = max(floor, min(1, exp(-rate_kind * age_hours) * (1 + access_boost * accesses)
+* (1 + importance_boost * importance)))``; the rates and boosts come from the
 last ``decay.applied`` event. Relevance is ``0.4 text + 0.3 time + 0.2
 importance + 0.1 access``. Times are event times or a caller-given ``now``;
 nothing here reads the clock.

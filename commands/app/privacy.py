@@ -11,7 +11,7 @@ The flow of a deletion (DESIGN section 5):
    zero-filled);
 3. a forensic scan reads every file under the data directory that could hold
    the deleted content (all but the payload segments and search shards the
-   purge did not rewrite, see :func:`commands.scan.purge_scope`), looking for
+   purge did not rewrite, see :func:`commands.app.scan.purge_scope`), looking for
    it (kept in memory only, never written);
 4. ``purge.completed`` records what was rewritten and the scan's result.
 

@@ -24,7 +24,6 @@ __all__ = ["demo"]
 @pass_context
 def demo(ctx: Context, into: str | None) -> None:
     """Play a short multi-agent session, then search, build a context block and show stats."""
-    """Record the session, then search, build a context block and show stats."""
     target = Path(into) if into else Path(tempfile.mkdtemp(prefix="memlog-demo-")) / "store"
     if target.exists() and any(target.iterdir()):
         raise InvalidInputError(f"{target} is not empty; the demo needs a fresh directory")

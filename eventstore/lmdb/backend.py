@@ -39,8 +39,8 @@ def _now_us() -> int:
 
 
 class LmdbBackend:
-    """The log in LMDB: a main environment (see :mod:`eventstore._lmdb_layout`)
-    and payload segments (see :mod:`eventstore._segments`)."""
+    """The log in LMDB: a main environment (see :mod:`eventstore.lmdb.layout`)
+    and payload segments (see :mod:`eventstore.lmdb.segments`)."""
 
     def __init__(self, path: Path, *, sync: bool = True, clock: Callable[[], int] = _now_us,
                  segment_span: int = DEFAULT_SPAN, lock_timeout: float = 30.0):
@@ -182,5 +182,5 @@ class LmdbBackend:
 
     def purge(self, timeout: float) -> PurgeReport:
         """Rewrite the payload segments that held erased payloads (compacting
-        copy, swap, zero-fill; see :mod:`eventstore.purge`)."""
+        copy, swap, zero-fill; see :mod:`eventstore.lmdb.purge`)."""
         return purge_log(self.shared, timeout)

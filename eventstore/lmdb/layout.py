@@ -4,7 +4,7 @@ Named databases:
 
 - ``headers``: seq -> chain(32) | commitment(32) | header bytes; never rewritten
 - ``payloads``: empty since format 2 (payloads live in segments, see
-  :mod:`eventstore._segments`); a format 1 log is migrated on open
+  :mod:`eventstore.lmdb.segments`); a format 1 log is migrated on open
 - ``streams``: stream -> last version (8 bytes)
 - ``stream_index``: stream | 0x00 | version(8) -> seq(8)
 - ``event_ids``: event id -> seq(8)

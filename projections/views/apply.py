@@ -1,6 +1,6 @@
 """Applying records to the views, inside the runner's write transaction.
 
-The writer routes each record to the pure reducers of :mod:`projections.reducers`
+The writer routes each record to the pure reducers of :mod:`projections.views.reducers`
 and stores what they return. Session statistics and global counters are kept
 in memory for the batch and written once at :meth:`ViewWriter.finish`.
 

@@ -3,7 +3,7 @@
 The views hold no entry content. A reader decodes the stored version
 (:class:`StoredEntry`) and reads the entry from the log payload at its
 ``source_seq`` through ``events_at`` (one log read transaction per batch),
-applying the accumulated changes (:func:`projections.reducers.entry_view`).
+applying the accumulated changes (:func:`projections.views.reducers.entry_view`).
 Iterators resolve their entries in chunks, so a million entries never sit in
 memory and the log is not asked once per entry.
 

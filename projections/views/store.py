@@ -5,7 +5,7 @@ The views hold no entry content: ``entries`` and ``deleted`` store
 entry from the log payload at its ``source_seq`` through the ``events_at``
 given to the store. They still hold memory values and session metadata.
 
-Databases (see :mod:`projections._keys` for the temporal key layout):
+Databases (see :mod:`projections.views.keys` for the temporal key layout):
 
 - ``entries`` (content-free entry versions), ``sessions``, ``memories``, ``access``,
   ``params``: temporal;
