@@ -21,12 +21,15 @@ __all__ = [
     "E_EVENT_NOT_FOUND",
     "E_INTERNAL",
     "E_INVALID_FORMAT",
+    "E_INVALID_PATTERN",
     "E_INVALID_QUERY",
     "E_LOCK_TIMEOUT",
     "E_MEMLOG",
     "E_MEMORY_NOT_FOUND",
     "E_NOT_FOUND",
+    "E_NOT_WRITABLE",
     "E_NO_STORE",
+    "E_PURGE_UNVERIFIED",
     "E_SCHEMA_INVALID",
     "E_SESSION_ARCHIVED",
     "E_SESSION_NOT_FOUND",
@@ -35,6 +38,7 @@ __all__ = [
     "E_STORAGE_FULL",
     "E_STORAGE_IO",
     "E_STORE_REPLACED",
+    "E_UNSAFE_STORE",
     "E_USAGE",
     "INTERNAL_EXIT_CODE",
     "AbortedError",
@@ -46,11 +50,14 @@ __all__ = [
     "EventNotFoundError",
     "InvalidEventError",
     "InvalidInputError",
+    "InvalidPatternError",
     "InvalidQueryError",
     "LockTimeoutError",
     "MemlogError",
     "MemoryNotFoundError",
     "NotFoundError",
+    "NotWritableError",
+    "PurgeUnverifiedError",
     "RetiredError",
     "SessionArchivedError",
     "SessionNotFoundError",
@@ -58,6 +65,7 @@ __all__ = [
     "StorageError",
     "StorageFullError",
     "StoreNotFoundError",
+    "UnsafeStoreError",
     "UsageError",
 ]
 
@@ -83,6 +91,10 @@ E_STORAGE_FULL: Final = "E_STORAGE_FULL"
 E_STORAGE_CORRUPT: Final = "E_STORAGE_CORRUPT"
 E_LOCK_TIMEOUT: Final = "E_LOCK_TIMEOUT"
 E_STORE_REPLACED: Final = "E_STORE_REPLACED"
+E_NOT_WRITABLE: Final = "E_NOT_WRITABLE"
+E_UNSAFE_STORE: Final = "E_UNSAFE_STORE"
+E_INVALID_PATTERN: Final = "E_INVALID_PATTERN"
+E_PURGE_UNVERIFIED: Final = "E_PURGE_UNVERIFIED"
 # Not an error class: the CLI's answer to a bug (any exception memlog did not raise on purpose).
 E_INTERNAL: Final = "E_INTERNAL"
 INTERNAL_EXIT_CODE: Final = 70
@@ -129,6 +141,13 @@ class InvalidEventError(InvalidInputError):
     """An event, stream id, actor or event id is malformed."""
 
     code = E_INVALID_FORMAT
+
+
+class InvalidPatternError(InvalidInputError):
+    """A redaction regex is malformed, uses what the linear-time engine does
+    not support, or would run away on the input."""
+
+    code = E_INVALID_PATTERN
 
 
 class InvalidQueryError(InvalidInputError):
@@ -235,6 +254,27 @@ class CorruptionError(StorageError):
         self.seq = seq
 
 
+class NotWritableError(StorageError):
+    """The data directory, or a file in it, cannot be written: permissions, a
+    read-only file system, or a file where a directory must be."""
+
+    code = E_NOT_WRITABLE
+
+
+class UnsafeStoreError(StorageError):
+    """The data directory can be written by others, or holds a link leading
+    outside it; memlog refuses to use it."""
+
+    code = E_UNSAFE_STORE
+
+
+class PurgeUnverifiedError(StorageError):
+    """A purge finished but its verification found deleted content, or could
+    not check it; the purge's record says what was found and where."""
+
+    code = E_PURGE_UNVERIFIED
+
+
 class LockTimeoutError(StorageError):
     """A maintenance lock could not be taken in time."""
 
@@ -253,5 +293,5 @@ CODES: Final[tuple[str, ...]] = (
     E_NOT_FOUND, E_SESSION_NOT_FOUND, E_ENTRY_NOT_FOUND, E_MEMORY_NOT_FOUND, E_EVENT_NOT_FOUND,
     E_NO_STORE, E_SESSION_ARCHIVED, E_CONFLICT, E_CONCURRENT_MOD, E_DUPLICATE_EVENT,
     E_STORAGE_IO, E_STORAGE_FULL, E_STORAGE_CORRUPT, E_LOCK_TIMEOUT, E_STORE_REPLACED,
-    E_MEMLOG, E_INTERNAL,
+    E_NOT_WRITABLE, E_UNSAFE_STORE, E_INVALID_PATTERN, E_PURGE_UNVERIFIED, E_MEMLOG, E_INTERNAL,
 )
