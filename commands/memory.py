@@ -36,6 +36,7 @@ from .app import (
     forgetting,
     load_settings,
     maintenance,
+    purging,
     records,
     search,
     sessions,
@@ -49,6 +50,12 @@ class MemoryLog:
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
         self.store = Store(data_dir, settings, create=create)
+        try:
+            # Before any other work: finish every purge a crash interrupted.
+            self.recovered: list[DeletionReport] = purging.finish_interrupted(self.store)
+        except BaseException:
+            self.store.close()
+            raise
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
@@ -306,5 +313,10 @@ class MemoryLog:
         return maintenance.replay(self.store, projections, progress)
 
     def stats(self) -> dict[str, Any]:
-        """Event count, head seq, counts by kind, sizes on disk and checkpoints."""
-        return maintenance.stats(self.store)
+        """Event count, head seq, counts by kind, sizes on disk, checkpoints, and
+        the purges that wait (deferred) or run in another process."""
+        return {**maintenance.stats(self.store), "purges": self.pending_purges()}
+
+    def pending_purges(self) -> dict[str, int]:
+        """How many purges wait for ``memlog purge`` and how many run elsewhere."""
+        return purging.pending_purges(self.store)

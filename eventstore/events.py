@@ -288,6 +288,11 @@ class PurgeCompleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     bytes_scanned: Annotated[int, Meta(ge=0)]
     verified: bool
     seconds: Annotated[float, Meta(ge=0.0)] = 0.0
+    # What the verification checked, what it found where (file: hits; never
+    # content) and what was done about it.
+    checks: tuple[Label, ...] = ()
+    findings: tuple[str, ...] = ()
+    action: str | None = None
 
 
 class SessionCompacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.compacted"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
-from eventstore.storage import ensure_private_dir, purge_env, wipe_tree
+from eventstore.storage import crashpoint, ensure_private_dir, open_private, purge_env, wipe_tree
 
 from ._fsutil import wipe_dir
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
@@ -216,9 +216,11 @@ class Projections:
 
     # -- physical purge -----------------------------------------------------
 
-    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool) -> PurgeSplit:
+    def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool,
+              every_shard: bool = False) -> PurgeSplit:
         """Rewrite the search shards holding ``entry_ids`` and, with ``views``,
         the views without stale bytes; retire leftover projection directories.
+        ``every_shard`` rebuilds every shard (a purge whose scan found content).
 
         The views hold no entry content, so a purge of entries alone leaves them
         as they are (``views_seconds`` is then 0); memory values and session
@@ -235,10 +237,9 @@ class Projections:
             rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
         views_s = time.perf_counter() - started if views else 0.0
         index = self.search_index
-        rewritten += self._rebuild_shards(sorted({index.shard_of(eid) for eid in entry_ids}), timeout)
-        for path in self.data_dir.glob("proj-*"):
-            if path.is_dir() and path.name != self._target:
-                wipe_dir(path, VIEW_DBS)
+        shards = range(len(index.shards)) if every_shard else sorted({index.shard_of(e) for e in entry_ids})
+        rewritten += self._rebuild_shards(shards, timeout)
+        self._sweep_leftovers()
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
 
     def _rebuild_shards(self, shards: Iterable[int], timeout: float,
@@ -249,14 +250,26 @@ class Projections:
         assert index is not None and self.views is not None
         rewritten = []
         with index.lock.exclusive(timeout):
+            index.sweep_orphans()
             for n in shards:
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
                     old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
+                crashpoint("search: wipe the old shard")
                 wipe_tree(old)
         return rewritten
+
+    def _sweep_leftovers(self) -> None:
+        """Wipe what interrupted purges and rebuilds left beside the projections
+        in use: other projection directories and temporary links."""
+        for path in self.data_dir.glob("proj-*"):
+            if path.is_dir() and not path.is_symlink() and path.name != self._target:
+                crashpoint("projections: wipe a replaced directory")
+                wipe_dir(path, VIEW_DBS)
+        for link in self.data_dir.glob(".proj-link-*"):
+            link.unlink(missing_ok=True)
 
     # -- rebuild ------------------------------------------------------------
 
@@ -346,9 +359,8 @@ def _layout(root: Path) -> str:
 
 def _mark_layout(root: Path, mark: str) -> None:
     ensure_private_dir(root)
-    fd = os.open(root / "layout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = open_private(root / "layout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        os.fchmod(fd, 0o600)  # whatever the umask
         os.write(fd, (mark + "\n").encode())
     finally:
         os.close(fd)
@@ -356,7 +368,7 @@ def _mark_layout(root: Path, mark: str) -> None:
 
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -16,14 +16,14 @@ Each use case is a function that takes the store first:
 Nothing here imports the facade or the CLI.
 """
 
-from . import audit, forgetting, maintenance, records, search, sessions
+from . import audit, forgetting, maintenance, purging, records, search, sessions
 from .audit import HistoryItem, PointInTime
 from .context import DROP_ORDER, build_context, chars_over_four
-from .privacy import DeletionReport
 from .redaction import PATTERNS, Redactor
 from .results import (
     ContextBlock,
     ContextSection,
+    DeletionReport,
     EntryResult,
     MemoryResult,
     SearchResult,
@@ -55,6 +55,7 @@ __all__ = [
     "holds_store",
     "load_settings",
     "maintenance",
+    "purging",
     "records",
     "require_store",
     "search",

@@ -8,8 +8,10 @@ from typing import Any
 from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryNotFoundError, now_micros
 from projections import DeletionRecord
 
-from .privacy import DeletionReport, purge_pending, run_deletion, run_redaction, run_retention
+from .privacy import run_deletion, run_redaction, run_retention
+from .purging import purge_deferred
 from .redaction import PATTERNS, Redactor
+from .results import DeletionReport
 from .store import Store
 from .validate import check_choice, check_content, check_id, check_ids, check_key, check_labels, to_time
 
@@ -74,7 +76,7 @@ def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = Non
 
 def purge(store: Store) -> DeletionReport | None:
     """Run every deferred purge now; None when nothing is pending."""
-    return purge_pending(store)
+    return purge_deferred(store)
 
 def deletions(store: Store) -> list[DeletionRecord]:
     """The deletion ledger: every request, its tombstone and its purge."""

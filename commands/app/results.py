@@ -16,6 +16,7 @@ from projections import EntryView, MemoryView, SessionStats, SessionView, Tombst
 __all__ = [
     "ContextBlock",
     "ContextSection",
+    "DeletionReport",
     "EntryResult",
     "MemoryResult",
     "SearchResult",
@@ -49,6 +50,26 @@ class EntryResult(msgspec.Struct, frozen=True):
     redactions: dict[str, int] = {}
     deleted: dict[str, Any] | None = None
     redacted: dict[str, Any] | None = None
+
+
+class DeletionReport(msgspec.Struct, frozen=True):
+    """The outcome of a deletion: ids, counts and the purge, never content."""
+
+    request_id: str
+    deleted: int
+    ids: tuple[str, ...]
+    purged: bool
+    seq: int
+    erased_seqs: tuple[int, ...] = ()
+    counts_by_kind: dict[str, int] = {}
+    pending: bool = False
+    verified: bool | None = None
+    bytes_scanned: int = 0
+    files_rewritten: tuple[str, ...] = ()
+    seconds: dict[str, float] = {}
+    checks: tuple[str, ...] = ()  # what the verification checked
+    findings: tuple[str, ...] = ()  # where it found deleted content (file: hits), if anywhere
+    action: str | None = None  # what was done about findings
 
 
 class SearchResult(msgspec.Struct, frozen=True):

@@ -61,6 +61,7 @@ class Context:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
         with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides), create=create) as mem:
+            _announce(mem)
             yield mem
 
     def reading(self) -> contextlib.AbstractContextManager[MemoryLog]:
@@ -113,6 +114,18 @@ class MemlogGroup(click.Group):
             click.echo(f"Error: internal error ({type(exc).__name__}); run with -v for details "
                        f"[{E_INTERNAL}]", err=True)
             sys.exit(INTERNAL_EXIT_CODE)
+
+
+def _announce(mem: MemoryLog) -> None:
+    """Say on stderr what happened to purges before this command (stdout stays
+    the command's own)."""
+    if mem.recovered:
+        click.echo(f"note: finished {len(mem.recovered)} purge(s) that a crash had interrupted", err=True)
+    waiting = mem.pending_purges()
+    if waiting["pending"]:
+        click.echo(f"note: {waiting['pending']} purge(s) pending; run `memlog purge`", err=True)
+    if waiting["running"]:
+        click.echo(f"note: {waiting['running']} purge(s) running in another process", err=True)
 
 
 pass_context = click.make_pass_decorator(Context)

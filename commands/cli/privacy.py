@@ -7,7 +7,7 @@ import sys
 import click
 import msgspec
 
-from eventstore import InvalidInputError
+from eventstore import InvalidInputError, PurgeUnverifiedError
 
 from ..app import DeletionReport
 from .base import KINDS, PATTERN, Context, pass_context
@@ -24,6 +24,9 @@ def _report(ctx: Context, report: DeletionReport | None, what: str) -> None:
     state = ("purged and verified" if report.verified else "purged, VERIFICATION FAILED") \
         if report.purged else "tombstoned; purge pending (run memlog purge)"
     ctx.emit(data, f"{what} {report.request_id}: {report.deleted} item(s), {state} (seq {report.seq})")
+    if report.purged and not report.verified:
+        raise PurgeUnverifiedError(f"the purge of {report.request_id} is not verified: "
+                                   f"{'; '.join(report.findings or report.checks)}")
 
 
 def _confirm(yes: bool, question: str) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 
 from ..backend import PurgeReport
-from ..storage.compact import Swap
+from ..storage.compact import Swap, sweep_scratch
+from ..storage.safety import crashpoint
 from .layout import DIRTY, META, read_head_state, read_int_set, write_int_set
 from .logenv import LogEnv, finish_erasures
 
@@ -19,8 +20,11 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
     started = time.perf_counter()
     swap = Swap()
     with shared.lock.exclusive(timeout):
+        for directory in (shared.path, *shared.path.glob("seg-*")):
+            sweep_scratch(directory)
         if shared.env is None:
             shared.reopen()
+        crashpoint("log: finish erasures")
         finish_erasures(shared)
         head = shared.read(lambda txn: read_head_state(txn, shared.dbs[META]).seq)
         dirty = shared.read(lambda txn: read_int_set(txn, shared.dbs[META], DIRTY))
@@ -32,6 +36,7 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
                 if env is not None:
                     swap.rewrite(env, [None], segments.path(index),
                                  lambda i=index: segments.close(i))
+            crashpoint("log: clear the dirty segments")
             shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
         finally:
             generation = swap.finish(shared)

@@ -35,9 +35,10 @@ import lmdb
 from ..backend import PurgeReport
 from ..errors import StorageError
 from .env import SharedEnv
-from .files import ensure_private_dir, fsync_dir, wipe_fd, wipe_tree, write_int_file
+from .files import ensure_private_dir, fsync_dir, wipe_fd, wipe_file, wipe_tree, write_int_file
+from .safety import crashpoint, open_private
 
-__all__ = ["Swap", "purge_env"]
+__all__ = ["Swap", "purge_env", "sweep_scratch"]
 
 
 class Swap:
@@ -55,10 +56,12 @@ class Swap:
         self.before += data.stat().st_size
         scratch = directory / f".compact-{secrets.token_hex(6)}"
         try:
+            crashpoint("compact: copy")
             _compact_copy(env, dbs, scratch)
             close()
-            old_fd = os.open(data, os.O_RDWR)
+            old_fd = open_private(data, os.O_RDWR)
             try:
+                crashpoint("compact: swap in the copy")
                 os.replace(scratch / "data.mdb", data)
             except BaseException:
                 os.close(old_fd)  # still the live file: never wipe it
@@ -67,19 +70,24 @@ class Swap:
             self.files.append(data)
             # The lock file holds reader slots, never content; other processes may
             # still map it until they reopen, so it is unlinked rather than zeroed.
+            crashpoint("compact: remove the old lock file")
             (directory / "lock.mdb").unlink(missing_ok=True)
             fsync_dir(directory)
         finally:
+            crashpoint("compact: remove the scratch directory")
             wipe_tree(scratch)
 
     def finish(self, shared: SharedEnv) -> int:
         """Once any file was swapped, bump the generation (every process must
         leave the old files, even when a later step failed), then zero-fill and
         close the old files; return the generation."""
+        if self.old_fds:
+            crashpoint("compact: bump the generation")
         generation = _next_generation(shared) if self.old_fds else shared.generation
         while self.old_fds:
             fd = self.old_fds.pop()
             try:
+                crashpoint("compact: zero-fill the old file")
                 self.wiped += wipe_fd(fd)
             finally:
                 os.close(fd)
@@ -99,6 +107,7 @@ def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
     started = time.perf_counter()
     swap = Swap()
     with shared.lock.exclusive(timeout):
+        sweep_scratch(shared.path)
         if shared.env is None:
             shared.reopen()
         try:
@@ -107,6 +116,17 @@ def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
             generation = swap.finish(shared)
     return swap.report(generation, started)
 
+
+def sweep_scratch(directory: Path) -> int:
+    """Wipe what an interrupted purge left in ``directory``: its compacting
+    copies (``.compact-*``, full copies of the environment) and temporary
+    integer files. Call it holding the environment's lock exclusive."""
+    wiped = 0
+    for leftover in directory.glob(".compact-*"):
+        wiped += wipe_tree(leftover) if leftover.is_dir() else wipe_file(leftover)
+    for leftover in directory.glob(".generation.*.tmp"):
+        wiped += wipe_file(leftover)
+    return wiped
 
 
 def _next_generation(shared: SharedEnv) -> int:
@@ -124,7 +144,7 @@ def _compact_copy(env: Any, dbs: Sequence[Any], scratch: Path) -> None:
             # LMDB's compacting copy to a path writes every multi-page value with a
             # synchronous direct write (measured here: 36 s per GiB of 4 KiB values);
             # copying through a descriptor avoids that.
-            fd = os.open(scratch / "data.mdb", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = open_private(scratch / "data.mdb", os.O_RDWR | os.O_CREAT | os.O_EXCL)
             try:
                 env.copyfd(fd, compact=True)
             finally:
@@ -133,7 +153,7 @@ def _compact_copy(env: Any, dbs: Sequence[Any], scratch: Path) -> None:
             env.copy(str(scratch), compact=True)
     except lmdb.Error as exc:
         raise StorageError(f"compacting copy of {scratch.parent} failed: {exc}") from None
-    fd = os.open(scratch / "data.mdb", os.O_RDWR)
+    fd = open_private(scratch / "data.mdb", os.O_RDWR)
     try:
         os.fchmod(fd, 0o600)
         os.fsync(fd)

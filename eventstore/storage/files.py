@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import LockTimeoutError, StorageError, StorageFullError
+from ..errors import LockTimeoutError, NotWritableError, StorageError, StorageFullError
+from .safety import open_private, refuse_links
 
 __all__ = [
     "MaintenanceLock",
@@ -30,7 +31,9 @@ _ZEROS = bytes(1 << 20)
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) with mode 0700 and make sure it is 0700."""
+    """Create ``path`` (and parents) with mode 0700 and make sure it is 0700;
+    refuse it when it, or a file in it, is a link."""
+    refuse_links(path)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_mode & 0o777 != 0o700:
         path.chmod(0o700)
@@ -67,7 +70,7 @@ def fsync_dir(path: Path) -> None:
 def read_int_file(path: Path, default: int = 0) -> int:
     """Read a small integer file; ``default`` when it does not exist."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_private(path, os.O_RDONLY)
     except FileNotFoundError:
         return default
     try:
@@ -83,7 +86,7 @@ def read_int_file(path: Path, default: int = 0) -> int:
 def write_int_file(path: Path, value: int) -> None:
     """Atomically and durably replace a small integer file (mode 0600)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         os.write(fd, str(value).encode())
         os.fsync(fd)
@@ -96,7 +99,7 @@ def write_int_file(path: Path, value: int) -> None:
 def create_int_file(path: Path, value: int) -> None:
     """Create a small integer file unless it exists (safe when processes race)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except FileExistsError:
         return
     try:
@@ -119,8 +122,11 @@ def wipe_fd(fd: int) -> int:
 
 def wipe_file(path: Path) -> int:
     """Zero-fill, fsync and unlink a file; return its size (0 if missing)."""
+    if path.is_symlink():  # never wipe through a link: remove the link itself
+        path.unlink()
+        return 0
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = open_private(path, os.O_RDWR)
     except FileNotFoundError:
         return 0
     try:
@@ -133,6 +139,9 @@ def wipe_file(path: Path) -> int:
 
 def wipe_tree(path: Path) -> int:
     """Zero-fill and remove every file under ``path``, then the directories."""
+    if path.is_symlink():
+        path.unlink()
+        return 0
     if not path.exists():
         return 0
     total = 0
@@ -157,6 +166,8 @@ def storage_error(exc: BaseException, what: str) -> StorageError:
     err = getattr(exc, "errno", None)
     if err == errno.ENOSPC or "No space left" in str(exc):
         return StorageFullError(f"{what}: the disk is full; nothing was written")
+    if err in (errno.EACCES, errno.EPERM, errno.EROFS) or "Read-only file system" in str(exc):
+        return NotWritableError(f"{what}: {exc.strerror if isinstance(exc, OSError) else exc}")
     return StorageError(f"{what}: {type(exc).__name__}: {exc}")
 
 
@@ -169,7 +180,7 @@ class MaintenanceLock:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = open_private(path, os.O_RDWR | os.O_CREAT)
         self._cond = threading.Condition()
         self._shared = 0
         self._owner: int | None = None  # thread holding it exclusive

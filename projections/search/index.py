@@ -27,7 +27,7 @@ import msgspec
 import tantivy
 
 from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
-from eventstore.storage import MaintenanceLock, private_tree
+from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
 
@@ -155,12 +155,14 @@ class SearchShard:
         for doc in docs:
             writer.add_json(doc)
         writer.add_document(_checkpoint_doc(checkpoint))
+        crashpoint("search: commit the fresh shard")
         writer.commit()
         writer.wait_merging_threads()
         private_tree(fresh)
         old = self.link.parent / os.readlink(self.link)
         self.rollback()
         self.index = None
+        crashpoint("search: swap the shard link")
         _point(self.link, fresh)
         self.refresh()
         return old
@@ -207,7 +209,7 @@ class SearchIndex:
         self.schema = build_schema()
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.lock = MaintenanceLock(path / "maint.lock")
-        self._relinked = os.open(path / "relinked", os.O_RDWR | os.O_CREAT, 0o600)
+        self._relinked = open_private(path / "relinked", os.O_RDWR | os.O_CREAT)
         self._seen: bytes | None = None
         self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
         self._pool: ThreadPoolExecutor | None = None
@@ -241,6 +243,20 @@ class SearchIndex:
         """
         os.pwrite(self._relinked, secrets.token_bytes(16), 0)
         return self.shards[shard].rebuild(docs, checkpoint)
+
+    def sweep_orphans(self) -> int:
+        """Wipe shard directories no link points at and temporary links: what a
+        rebuild interrupted between its swap and its wipe left behind (hold
+        :attr:`lock` exclusive). Returns the bytes wiped."""
+        linked = {os.readlink(s.link) for s in self.shards if s.link.is_symlink()}
+        wiped = 0
+        for path in self.path.iterdir():
+            if path.name.startswith(".shard-") and path.is_symlink():
+                path.unlink(missing_ok=True)
+            elif path.name.startswith("shard-") and "." in path.name and not path.is_symlink() \
+                    and path.name not in linked:
+                wiped += wipe_tree(path)
+        return wiped
 
     def shard_of(self, entry_id: str) -> int:
         """The shard an entry id lives in: its ``crc32`` range (stable across processes)."""

@@ -1,0 +1,233 @@
+"""The physical purge of a committed erase, its verification, and finishing
+purges that a crash interrupted.
+
+A purge (DESIGN section 5) rewrites the log's payload segments that held the
+erased payloads, the views when memory values or session metadata went, and
+every search shard that held an erased entry; then it verifies and records
+``purge.completed``. Each step is idempotent and is journaled
+(:mod:`commands.app.journal`): a crash at any step is finished by the next
+open of the store, by any process (:func:`finish_interrupted`), or by
+``memlog purge``.
+
+The verification is true:
+
+- the deleted texts (needles, held in memory only) are looked for in every
+  file that could hold them; a text still held by a live entry is no leak;
+- the erased payloads read back as erased;
+- the record at the head seen before the purge is unchanged (other processes
+  may append meanwhile: that is no failure);
+- nothing an interrupted purge leaves is left: compacting copies, unlinked
+  shard directories, replaced projection directories.
+
+When needles are found, the purge runs once more over every shard and the
+views and scans again; the record says what was found, where, and what was
+done. A purge finished after a crash has no needles (the content is gone from
+memory with the process that held it): its record lists the checks it made.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import msgspec
+
+from eventstore import PurgeCompleted, PurgeReport, entry_texts
+from eventstore.storage import crashpoint
+
+from . import log as _log
+from .journal import Held, Journal, PurgeIntent
+from .results import DeletionReport
+from .scan import purge_scope, scan_needles
+from .search import find, make_query
+from .store import Store
+
+__all__ = ["finish_interrupted", "pending_purges", "purge", "purge_deferred"]
+
+
+class _Pass(msgspec.Struct):
+    """What one pass of the purge rewrote, and how long its parts took."""
+
+    files: list[str] = msgspec.field(default_factory=list)
+    log_s: float = 0.0
+    views_s: float = 0.0
+    search_s: float = 0.0
+
+
+def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes]) -> DeletionReport:
+    """Purge what ``held``'s intent erased, verify, record ``purge.completed``
+    and drop the intent; return the report with the purge's outcome."""
+    intent = held.intent
+    started = time.perf_counter()
+    before = _record_at_head(store)
+    done = _one_pass(store, intent.entry_ids, intent.views)
+    scan_started = time.perf_counter()
+    scope = purge_scope(done.files)
+    scanned, leaks = _scan(store, needles, scope)
+    findings: tuple[str, ...] = ()
+    action = None
+    if leaks:
+        findings = _where(store, leaks)
+        _log.info("purge found deleted content; purging again", files=len(findings))
+        again = _one_pass(store, (), True, every_shard=True)
+        done.files += again.files
+        more, leaks = _scan(store, leaks, None)
+        scanned += more
+        action = "purged every shard and the views again: " + ("still found" if leaks else "clean")
+    checks = _structure(store, intent, before)
+    verified = not leaks and all(ok for _, ok in checks)
+    checks_done = tuple(name if ok else f"FAILED: {name}" for name, ok in checks)
+    if needles:
+        checks_done = (f"scan for {len(needles)} deleted texts", *checks_done)
+    files = _relative(store, done.files)
+    total = time.perf_counter() - started
+    record = PurgeCompleted(request_ids=intent.request_ids or (intent.event_id,), files_rewritten=files,
+                            bytes_scanned=scanned, verified=verified, seconds=round(total, 6),
+                            checks=checks_done, findings=findings, action=action)
+    crashpoint("purge: record purge.completed")
+    seq = store.log.append("system", [record], actor="purge").last_seq
+    held.done()
+    _log.info("purge completed", requests=len(record.request_ids), verified=verified, files=len(files))
+    return msgspec.structs.replace(
+        report, purged=True, pending=False, verified=verified, bytes_scanned=scanned,
+        files_rewritten=files, seq=seq, checks=checks_done, findings=findings, action=action,
+        seconds={"log_compact_s": round(done.log_s, 6), "views_compact_s": round(done.views_s, 6),
+                 "index_rebuild_s": round(done.search_s, 6),
+                 "verify_s": round(time.perf_counter() - scan_started, 6), "total_s": round(total, 6)})
+
+
+def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: bool = False) -> _Pass:
+    """The log's purge (compacting copies of the dirty segments; LMDB releases
+    the GIL) beside the projections' (the shard rebuild, and the views' copy)."""
+    store.proj.catch_up(search=True)
+    with ThreadPoolExecutor(1, thread_name_prefix="memlog-purge") as pool:
+        log_job = pool.submit(_timed_log_purge, store)
+        split = store.proj.purge(entry_ids, store.log.settings.purge_lock_timeout, views=views,
+                                 every_shard=every_shard)
+        log_report, log_s = log_job.result()
+    return _Pass([*log_report.files_rewritten, *split.files_rewritten], log_s, split.views_seconds,
+                 split.search_seconds)
+
+
+def _timed_log_purge(store: Store) -> tuple[PurgeReport, float]:
+    started = time.perf_counter()
+    report = store.log.purge()
+    return report, time.perf_counter() - started
+
+
+def _scan(store: Store, needles: set[bytes], scope: object) -> tuple[int, set[bytes]]:
+    """Bytes scanned and the needles found that no live entry holds."""
+    if not needles:
+        return 0, set()
+    _, scanned, found = scan_needles(store.data_dir, needles, scope)  # type: ignore[arg-type]
+    return scanned, {n for n in found if not _held_by_live_entry(store, n)}
+
+
+def _where(store: Store, leaks: set[bytes]) -> tuple[str, ...]:
+    files, _, _ = scan_needles(store.data_dir, leaks)
+    return tuple(f"{path}: {hits} hits" for path, hits in sorted(files.items()))
+
+
+def _held_by_live_entry(store: Store, needle: bytes) -> bool:
+    """True when a live entry legitimately holds the same text (not a leak)."""
+    text = needle.decode(errors="ignore")
+    hits = find(store, make_query(" ".join(text.split()[:12]), limit=50))
+    with store.read() as views:
+        entries = views.entries(h.id for h in hits)
+    return any(view is not None and view.entry is not None
+               and any(text in t for t in entry_texts(view.entry)) for view in entries)
+
+
+def _record_at_head(store: Store) -> tuple[int, object]:
+    head = store.log.head().seq
+    return head, (store.log.get(head).header if head else None)
+
+
+def _structure(store: Store, intent: PurgeIntent, before: tuple[int, object]) -> list[tuple[str, bool]]:
+    """The checks that need no content: erased payloads, the chain, leftovers."""
+    seq, header = before
+    erased = all(store.log.get(s).event is None for s in intent.erased_seqs)
+    chain = seq == 0 or store.log.get(seq).header == header
+    left = leftovers(store.data_dir, store.proj.root.name)
+    return [(f"{len(intent.erased_seqs)} erased payloads read back erased", erased),
+            (f"the record at seq {seq} is unchanged", chain),
+            ("nothing an interrupted purge leaves is left" + (f" ({', '.join(left)})" if left else ""),
+             not left)]
+
+
+def leftovers(data_dir: Path, current: str) -> list[str]:
+    """What interrupted purges or rebuilds left under ``data_dir`` (paths
+    relative to it): compacting copies, shard directories no link points at,
+    projection directories not in use, temporary links and intents."""
+    found = [p for p in data_dir.glob("log/**/.compact-*")]
+    found += [p for p in data_dir.glob("proj-*") if p.is_dir() and p.name != current]
+    found += list(data_dir.glob(".proj-link-*")) + list(data_dir.glob("purges/.*.tmp"))
+    search = data_dir / current / "search"
+    linked = {os.readlink(p) for p in search.glob("shard-??") if p.is_symlink()}
+    found += [p for p in search.glob("shard-??.*") if not p.is_symlink() and p.name not in linked]
+    found += list(search.glob(".shard-*")) + list((data_dir / current / "views").glob(".compact-*"))
+    return sorted(str(p.relative_to(data_dir)) for p in found)
+
+
+def _relative(store: Store, paths: Iterable[str]) -> tuple[str, ...]:
+    root = os.path.abspath(store.data_dir)
+    return tuple(os.path.relpath(os.path.abspath(f), root) for f in paths)
+
+
+def finish_interrupted(store: Store, *, deferred: bool = False) -> list[DeletionReport]:
+    """Finish every purge whose process died (and, with ``deferred``, every
+    deferred one): the next open of a store calls this before any other work."""
+    reports = []
+    for held in Journal(store.data_dir).unheld():
+        intent = held.intent
+        seq = store.log.seq_of(intent.event_id)
+        if seq is None or _completed(store, intent, seq):  # the erase never committed: nothing was deleted
+            held.done()
+        elif intent.deferred and not deferred:
+            held.release()
+        else:
+            report = DeletionReport(request_id=intent.request_ids[0] if intent.request_ids
+                                    else intent.event_id, deleted=len(intent.entry_ids),
+                                    ids=intent.entry_ids, purged=False, seq=seq,
+                                    erased_seqs=intent.erased_seqs, pending=True)
+            _log.info("finishing an interrupted purge", event_id=intent.event_id)
+            reports.append(purge(store, report, held, set()))
+    return reports
+
+
+def _completed(store: Store, intent: PurgeIntent, seq: int) -> bool:
+    ids = set(intent.request_ids) | {intent.event_id}
+    return any(isinstance(rec.event, PurgeCompleted) and ids & set(rec.event.request_ids)
+               for rec in store.log.read(seq + 1))
+
+
+def purge_deferred(store: Store) -> DeletionReport | None:
+    """Run every pending purge now: deferred ones, interrupted ones, and
+    deletions the ledger shows unpurged without an intent (a store written
+    before the journal)."""
+    reports = finish_interrupted(store, deferred=True)
+    with store.read() as views:
+        ledger = [d for d in views.deletions() if d.deleted_seq is not None and d.purge_seq is None]
+    if ledger:
+        ids = tuple(i for d in ledger for i in d.entry_ids)
+        intent = PurgeIntent(event_id=f"ledger-{ledger[-1].request_id}",
+                             request_ids=tuple(d.request_id for d in ledger), entry_ids=ids,
+                             views=any(k in ("memory", "session") for d in ledger for k in d.counts_by_kind),
+                             erased_seqs=tuple(sorted({s for d in ledger for s in d.erased_seqs})))
+        report = DeletionReport(request_id=ledger[-1].request_id, deleted=len(ids), ids=ids, purged=False,
+                                seq=store.log.head().seq, erased_seqs=intent.erased_seqs, pending=True)
+        reports.append(purge(store, report, Journal(store.data_dir).write(intent), set()))
+    return reports[-1] if reports else None
+
+
+def pending_purges(store: Store) -> dict[str, int]:
+    """How many purges wait (deferred) and how many run in another process."""
+    journal = Journal(store.data_dir)
+    waiting = 0
+    for held in journal.unheld():
+        waiting += 1
+        held.release()
+    return {"pending": waiting, "running": journal.running()}

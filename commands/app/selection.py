@@ -1,0 +1,127 @@
+"""What a deletion request selects: the refs for its tombstone, the seqs to
+erase and the texts to scan for after the purge (held in memory only)."""
+
+from __future__ import annotations
+
+from eventstore import DeletedRef, DeletionCriteria, EntryNotFoundError, SessionNotFoundError, entry_texts
+from projections import EntryView, StoredEntry, ViewReader
+
+__all__ = ["MIN_NEEDLE", "Selection", "select"]
+
+
+MIN_NEEDLE = 32
+
+
+class Selection:
+    """What a request selects: refs for the tombstone, seqs to erase, needles to scan for."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, DeletedRef] = {}
+        self.seqs: set[int] = set()
+        self.needles: set[bytes] = set()
+
+    def add_entry(self, view: EntryView) -> None:
+        self.refs[view.entry_id] = DeletedRef(view.entry_id, view.kind, view.recorded_seq, view.session_id)
+        self.seqs.add(view.recorded_seq)
+        if view.redacted is not None:
+            self.seqs.add(view.redacted.seq)
+        if view.entry is not None:
+            for text in entry_texts(view.entry):
+                self.needle(text)
+
+    def needle(self, text: str) -> None:
+        raw = text.encode()
+        # Short strings turn up elsewhere by chance (in a million notes, a
+        # four-word phrase often does), which would fail an honest purge.
+        if len(raw) >= MIN_NEEDLE:
+            self.needles.add(raw)
+
+
+def select(views: ViewReader, criteria: DeletionCriteria) -> Selection:
+    """Resolve a request against the current views."""
+    sel = Selection()
+    for item in criteria.ids:
+        _select_id(views, sel, item)
+    if criteria.session_id is not None:
+        _select_session(views, sel, criteria.session_id)
+    if criteria.user_id is not None:
+        _select_user(views, sel, criteria.user_id)
+    if criteria.kinds or criteria.tags or criteria.before is not None or criteria.after is not None:
+        for view in views.latest_entries(lambda stored: _may_match(stored, criteria)):
+            if _matches(view, criteria):
+                sel.add_entry(view)
+    if criteria.include_derived:
+        _add_derived(views, sel)
+    return sel
+
+
+def _select_id(views: ViewReader, sel: Selection, item: str) -> None:
+    view = views.entry(item)
+    if view is not None and view.state != "deleted":
+        sel.add_entry(view)
+        return
+    memory = views.memory_by_id(item)
+    if memory is None:
+        raise EntryNotFoundError(f"nothing to delete with id {item}")
+    _select_memory(views, sel, memory.user_id, memory.key)
+
+
+def _select_memory(views: ViewReader, sel: Selection, user_id: str, key: str) -> None:
+    for version in views.memory_versions(user_id, key):
+        sel.refs[version.memory_id] = DeletedRef(version.memory_id, "memory", version.saved_seq)
+        sel.seqs.add(version.saved_seq)
+        if version.content:
+            sel.needle(version.content)
+
+
+def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
+    session = views.session(session_id)
+    if session is None:
+        raise SessionNotFoundError(f"session {session_id} not found")
+    sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
+    sel.seqs.add(session.started_seq)
+    for value in session.metadata.values():
+        sel.needle(value)
+    for view in views.latest_entries(lambda s: s.session_id == session_id and s.state != "deleted"):
+        sel.add_entry(view)
+
+
+def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:
+    for session in list(views.sessions()):
+        if session.user_id == user_id:
+            _select_session(views, sel, session.session_id)
+    for view in views.latest_entries(lambda s: s.user_id == user_id and s.state != "deleted"):
+        sel.add_entry(view)
+    for memory in views.memories(user_id, include_gone=True):
+        _select_memory(views, sel, user_id, memory.key)
+
+
+def _may_match(stored: StoredEntry, c: DeletionCriteria) -> bool:
+    """The criteria a stored version answers without its content (all but tags)."""
+    if stored.state == "deleted" or (c.kinds and stored.kind not in c.kinds):
+        return False
+    if c.before is not None and stored.occurred_at >= c.before:
+        return False
+    return not (c.after is not None and stored.occurred_at < c.after)
+
+
+def _matches(view: EntryView, c: DeletionCriteria) -> bool:
+    if view.entry is None or view.state == "deleted":
+        return False
+    if c.kinds and view.kind not in c.kinds:
+        return False
+    if c.tags and not set(c.tags) & set(view.entry.tags):
+        return False
+    if c.before is not None and view.occurred_at >= c.before:
+        return False
+    return not (c.after is not None and view.occurred_at < c.after)
+
+
+def _add_derived(views: ViewReader, sel: Selection) -> None:
+    queue = [r.entry_id for r in sel.refs.values() if r.kind not in ("memory", "session")]
+    while queue:
+        for child in views.derived_from(queue.pop()):
+            view = views.entry(child)
+            if child not in sel.refs and view is not None and view.state != "deleted":
+                sel.add_entry(view)
+                queue.append(child)
