@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Self
 
 from eventstore import EventLog, LogSettings, StoreNotFoundError
+from eventstore.storage import check_private_dir
 from projections import Projections, ViewReader
 
 from .entries import EntryFactory
@@ -52,6 +53,7 @@ class Store:
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
+        check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log = EventLog.open(data_dir / "log", LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync))
