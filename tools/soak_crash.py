@@ -195,7 +195,8 @@ def _table(result: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", "1")))
     parser.add_argument("--dir", type=Path, default=None, help="Where to put the scratch stores.")

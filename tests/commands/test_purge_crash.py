@@ -58,7 +58,7 @@ def _memlog(store: Path, *args: str, env: dict[str, str] | None = None) -> subpr
 
 
 def _steps(scenario: str, template: tuple[Path, dict[str, str]], work: Path) -> list[list[str]]:
-    root, ids = template
+    ids = template[1]
     return [[a.format(**ids) for a in argv] for argv in SCENARIOS[scenario]]
 
 
