@@ -26,6 +26,9 @@ CASES = [
      ["delete_total_s", "log_compact_s", "index_rebuild_s", "verify_s", "entries"]),
     ("bench_audit.py", ["--events", "1500", "--reads", "30", "--queries", "10"],
      ["asof_entry_p50_ms", "asof_entry_p99_ms", "asof_search_p50_ms", "search_p50_ms", "events"]),
+    ("soak_crash.py", ["--trials", "2"],
+     ["trials", "acknowledged_lost", "leaks_after_recovery", "broken_commands_after_recovery",
+      "false_verified_records"]),
 ]
 
 
