@@ -40,6 +40,7 @@ from .app import (
     search,
     sessions,
 )
+from .app.settings import check_settings
 
 __all__ = ["MemoryLog"]
 
@@ -48,6 +49,7 @@ class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+        check_settings(settings)
         self.store = Store(data_dir, settings, create=create)
 
     @classmethod
