@@ -36,7 +36,7 @@ def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | 
     )
     if criteria == DeletionCriteria(include_derived=criteria.include_derived):
         raise InvalidInputError("say what to delete: ids, a session, a user or criteria")
-    return run_deletion(store, criteria, _reason(reason), check_id(requested_by, "requested_by"),
+    return run_deletion(store, criteria, _reason(store, reason), check_id(requested_by, "requested_by"),
                         defer)
 
 def forget(store: Store, user_id: str, key: str, requested_by: str | None = None) -> DeletionReport:
@@ -58,7 +58,7 @@ def redact(store: Store, entry_id: str, *, patterns: Iterable[str] | None = None
     if not kinds and regex is None:
         kinds = tuple(PATTERNS)
     redactor = Redactor(kinds, {"custom": regex} if regex else None)
-    return run_redaction(store, check_id(entry_id, "entry id"), redactor, _reason(reason),
+    return run_redaction(store, check_id(entry_id, "entry id"), redactor, _reason(store, reason),
                          check_id(requested_by, "requested_by"), defer)
 
 def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = None,
@@ -82,5 +82,8 @@ def deletions(store: Store) -> list[DeletionRecord]:
         return views.deletions()
 
 
-def _reason(reason: object) -> str:
-    return check_content(reason, "reason", 2000).strip()
+def _reason(store: Store, reason: object) -> str:
+    """The request's reason, checked and (when ingest redaction is on) redacted."""
+    text = check_content(reason, "reason", 2000).strip()
+    redactor = store.entries.redactor
+    return text if redactor is None else redactor.redact(text, {})
