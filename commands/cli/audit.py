@@ -30,6 +30,7 @@ def audit() -> None:
 @pass_context
 def audit_verify(ctx: Context) -> None:
     """Walk the hash chain; exit 1 when any stored byte was changed."""
+    ctx.check_dir(write=False)
     require_store(ctx.data_dir)
     with EventLog.open(ctx.log_dir) as log:
         result = log.verify()
