@@ -23,7 +23,7 @@ from eventstore import (
     StoreNotFoundError,
 )
 
-__all__ = ["check_data_dir", "storage_cause", "translate_os_error"]
+__all__ = ["check_data_dir", "storage_cause", "translate_os_error", "writable"]
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -58,9 +58,15 @@ def check_data_dir(data_dir: Path, write: bool) -> None:
     if not existing.is_dir():
         raise NotWritableError(f"{_where(existing)} is not a directory, so {_where(data_dir)} cannot be "
                                "created in it")
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if not writable(existing):
         raise NotWritableError(f"cannot write to {_where(existing)}: permission denied or a read-only "
                                f"file system; {_HINT}")
+
+
+def writable(directory: Path) -> bool:
+    """Whether this process may create files in ``directory`` (False on a read-only
+    file system, even for root)."""
+    return os.access(directory, os.W_OK | os.X_OK)
 
 
 def translate_os_error(exc: OSError) -> MemlogError:
