@@ -15,6 +15,8 @@ from .validate import check_choice, check_content, check_id, check_ids, check_ke
 
 __all__ = ["delete", "deletions", "forget", "purge", "redact", "retention"]
 
+_MAX_DAYS = 3_000_000  # more than 1970 to 9999
+
 
 def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | None = None,
            user_id: str | None = None, kinds: Iterable[str] | None = None,
@@ -68,8 +70,8 @@ def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = Non
     policy = dict(store.settings.retention_days if days is None else days)
     for kind, value in policy.items():
         check_choice(kind, "kind", ENTRY_KINDS)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"retention days for {kind} must be an integer >= 0")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_DAYS:
+            raise InvalidInputError(f"retention days for {kind} must be an integer from 0 to {_MAX_DAYS}")
     return run_retention(store, when, policy, defer)
 
 def purge(store: Store) -> DeletionReport | None:

@@ -5,19 +5,22 @@ Messages name the field and the rule, never the value of content fields.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from eventstore import InvalidInputError, SizeLimitError, to_micros
+from eventstore import ENTRY_KINDS, InvalidInputError, SizeLimitError, to_micros
 
 __all__ = [
+    "MAX_MICROS",
     "check_choice",
     "check_content",
     "check_id",
     "check_ids",
     "check_key",
     "check_labels",
+    "check_rates",
     "check_unit",
     "optional_text",
     "to_time",
@@ -26,6 +29,8 @@ __all__ = [
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
 _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 _RESERVED = ("system_", "internal_")
+# The last microsecond of year 9999: the latest time ISO 8601 (and datetime) can write.
+MAX_MICROS = 253_402_300_799_999_999
 
 
 def check_id(value: object, field: str) -> str:
@@ -113,6 +118,24 @@ def to_time(value: datetime | str | int | None, field: str) -> int | None:
     if value is None:
         return None
     try:
-        return to_micros(value)
+        micros = to_micros(value)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{field}: {exc.message}") from None
+    if micros > MAX_MICROS:
+        raise InvalidInputError(f"{field}: time {micros} is after the end of year 9999")
+    return micros
+
+
+def check_rates(rates: object) -> dict[str, float]:
+    """Decay rates: a mapping of entry kinds to finite numbers >= 0 (per hour)."""
+    if rates is None:
+        return {}
+    if not isinstance(rates, Mapping):
+        raise InvalidInputError("decay rates must map entry kinds to numbers")
+    out: dict[str, float] = {}
+    for kind, rate in rates.items():
+        check_choice(kind, "kind", ENTRY_KINDS)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < math.inf:
+            raise InvalidInputError(f"decay rate for {kind} must be a finite number >= 0 (got {rate!r})")
+        out[kind] = float(rate)
+    return out
