@@ -41,7 +41,7 @@ from .app import (
     sessions,
 )
 from .app.settings import check_settings
-from .app.validate import check_rates
+from .app.validate import check_data_dir, check_rates
 
 __all__ = ["MemoryLog"]
 
@@ -51,6 +51,7 @@ class MemoryLog:
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
         check_settings(settings)
+        check_data_dir(data_dir, write=create)
         self.store = Store(data_dir, settings, create=create)
 
     @classmethod

@@ -35,8 +35,9 @@ from eventstore import (
 
 from ..app import PATTERNS, load_settings
 from ..app.reports import escape_controls
+from ..app.validate import check_data_dir
 from ..memory import MemoryLog
-from .oserrors import check_data_dir, storage_cause, translate_os_error
+from .oserrors import storage_cause, translate_os_error
 
 __all__ = ["KINDS", "LEVEL", "PATTERN", "ROLE", "SORT", "STDIN_LIMIT", "Context", "MemlogGroup",
            "pass_context", "stdin_value"]

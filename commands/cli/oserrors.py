@@ -1,5 +1,6 @@
-"""The data directory checked before a command opens it, and the OS errors
-that still reach the CLI translated into memlog's categories.
+"""The OS errors that still reach the CLI, translated into memlog's categories
+(the data directory itself is checked before a command opens it:
+:func:`commands.app.validate.check_data_dir`).
 
 An OS error is the machine's answer, not a bug: permissions, a read-only file
 system, a file where a directory must be, a full disk. At the CLI boundary it
@@ -20,10 +21,9 @@ from eventstore import (
     NotWritableError,
     StorageError,
     StorageFullError,
-    StoreNotFoundError,
 )
 
-__all__ = ["check_data_dir", "storage_cause", "translate_os_error", "writable"]
+__all__ = ["storage_cause", "translate_os_error"]
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -33,40 +33,6 @@ _HINT = "memlog writes to its data directory, lock files included, even to read"
 
 def _where(path: Path) -> str:
     return repr(os.fspath(path))
-
-
-def check_data_dir(data_dir: Path, write: bool) -> None:
-    """Refuse a data directory that cannot hold a store, before anything opens it.
-
-    A path that exists but is not a directory (a file, ``/dev/null``) is
-    :class:`~eventstore.StoreNotFoundError` for a read and
-    :class:`~eventstore.NotWritableError` for a write. A write also needs the
-    directory, or the nearest existing parent it will be created in, to be a
-    writable directory.
-    """
-    if data_dir.exists() and not data_dir.is_dir():
-        if not write:
-            raise StoreNotFoundError(f"no memlog store in {_where(data_dir)}: it is not a directory; "
-                                     "check --dir (or MEMLOG_DIR)")
-        raise NotWritableError(f"{_where(data_dir)} is not a directory; point --dir (or MEMLOG_DIR) "
-                               "at a directory")
-    if not write:
-        return
-    existing = data_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise NotWritableError(f"{_where(existing)} is not a directory, so {_where(data_dir)} cannot be "
-                               "created in it")
-    if not writable(existing):
-        raise NotWritableError(f"cannot write to {_where(existing)}: permission denied or a read-only "
-                               f"file system; {_HINT}")
-
-
-def writable(directory: Path) -> bool:
-    """Whether this process may create files in ``directory`` (False on a read-only
-    file system, even for root)."""
-    return os.access(directory, os.W_OK | os.X_OK)
 
 
 def translate_os_error(exc: OSError) -> MemlogError:

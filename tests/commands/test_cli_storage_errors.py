@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
+from commands.app import validate
 from commands.cli import oserrors
 from eventstore import (
     E_INTERNAL,
@@ -71,7 +72,7 @@ def test_directory_without_write_permission(run: Run, store: Path, monkeypatch: 
     """A data directory os.access would call unwritable: writes are refused up front, naming it."""
     got, _, _ = run("init")
     head = head_of(store)
-    monkeypatch.setattr(oserrors, "writable", lambda _path: False)
+    monkeypatch.setattr(validate, "writable", lambda _path: False)
     got, _, err = run("session", "start")
     assert got == 5 and repr(str(store)) in _one_error(err, E_NOT_WRITABLE)
     got, _, err = run("--dir", str(store / "new" / "deeper"), "init")
