@@ -105,7 +105,7 @@ class MemlogGroup(click.Group):
         try:
             return super().main(*args, **kwargs)
         except click.ClickException as exc:  # usage errors, bad option values
-            click.echo(f"Error: {escape_controls(exc.format_message())} [{E_USAGE}]", err=True)
+            click.echo(f"Error: {_one_line(exc.format_message())} [{E_USAGE}]", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo(f"Error: aborted; nothing was written [{E_ABORTED}]", err=True)
@@ -133,8 +133,13 @@ class MemlogGroup(click.Group):
 
 def _fail(exc: MemlogError) -> NoReturn:
     """Print ``exc`` as one ``Error:`` line (controls escaped) and exit with its code."""
-    click.echo(f"Error: {escape_controls(exc.message)} [{exc.code}]", err=True)
+    click.echo(f"Error: {_one_line(exc.message)} [{exc.code}]", err=True)
     sys.exit(exc.exit_code)
+
+
+def _one_line(message: str) -> str:
+    """A message on one line: its line breaks and tabs as spaces, other controls escaped."""
+    return escape_controls(" ".join(message.replace("\r", " ").replace("\t", " ").split("\n")))
 
 
 # Content read from stdin is at most the largest max_content_bytes a setting allows.
