@@ -41,6 +41,8 @@ from .app import (
     search,
     sessions,
 )
+from .app.settings import check_settings
+from .app.validate import check_data_dir, check_rates
 
 __all__ = ["MemoryLog"]
 
@@ -49,6 +51,8 @@ class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+        check_settings(settings)
+        check_data_dir(data_dir, write=create)
         self.store = Store(data_dir, settings, create=create)
         try:
             # Before any other work: finish every purge a crash interrupted.
@@ -297,7 +301,7 @@ class MemoryLog:
     def apply_decay(self, as_of: datetime | str | int | None = None,
                     rates: dict[str, float] | None = None, floor: float | None = None) -> int:
         """Emit ``decay.applied``: the given rates (and floor) change, the rest stay."""
-        return maintenance.apply_decay(self.store, as_of, rates, floor)
+        return maintenance.apply_decay(self.store, as_of, check_rates(rates) if rates else rates, floor)
 
     def decay_params(self) -> DecayParams:
         """The decay parameters in force."""

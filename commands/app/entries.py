@@ -92,6 +92,8 @@ class EntryFactory:
     def decision(self, rationale: object, alternatives: Iterable[object] | None, impact: object,
                  made_by: object, approved_by: Iterable[object] | None) -> DecisionDetails:
         """Decision details (seed 000)."""
+        if isinstance(alternatives, str):
+            raise InvalidInputError("alternatives must be a list, not a string")
         alts = tuple(check_content(a, "alternative", self.limit) for a in (alternatives or ()))
         return DecisionDetails(
             rationale=optional_text(rationale, "rationale", self.limit), alternatives=alts,

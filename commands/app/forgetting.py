@@ -17,6 +17,8 @@ from .validate import check_choice, check_content, check_id, check_ids, check_ke
 
 __all__ = ["delete", "deletions", "forget", "purge", "redact", "retention"]
 
+_MAX_DAYS = 3_000_000  # more than 1970 to 9999
+
 
 def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | None = None,
            user_id: str | None = None, kinds: Iterable[str] | None = None,
@@ -38,7 +40,7 @@ def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | 
     )
     if criteria == DeletionCriteria(include_derived=criteria.include_derived):
         raise InvalidInputError("say what to delete: ids, a session, a user or criteria")
-    return run_deletion(store, criteria, _reason(reason), check_id(requested_by, "requested_by"),
+    return run_deletion(store, criteria, _reason(store, reason), check_id(requested_by, "requested_by"),
                         defer)
 
 def forget(store: Store, user_id: str, key: str, requested_by: str | None = None) -> DeletionReport:
@@ -60,7 +62,7 @@ def redact(store: Store, entry_id: str, *, patterns: Iterable[str] | None = None
     if not kinds and regex is None:
         kinds = tuple(PATTERNS)
     redactor = Redactor(kinds, {"custom": regex} if regex else None)
-    return run_redaction(store, check_id(entry_id, "entry id"), redactor, _reason(reason),
+    return run_redaction(store, check_id(entry_id, "entry id"), redactor, _reason(store, reason),
                          check_id(requested_by, "requested_by"), defer)
 
 def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = None,
@@ -70,8 +72,8 @@ def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = Non
     policy = dict(store.settings.retention_days if days is None else days)
     for kind, value in policy.items():
         check_choice(kind, "kind", ENTRY_KINDS)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"retention days for {kind} must be an integer >= 0")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_DAYS:
+            raise InvalidInputError(f"retention days for {kind} must be an integer from 0 to {_MAX_DAYS}")
     return run_retention(store, when, policy, defer)
 
 def purge(store: Store) -> DeletionReport | None:
@@ -84,5 +86,8 @@ def deletions(store: Store) -> list[DeletionRecord]:
         return views.deletions()
 
 
-def _reason(reason: object) -> str:
-    return check_content(reason, "reason", 2000).strip()
+def _reason(store: Store, reason: object) -> str:
+    """The request's reason, checked and (when ingest redaction is on) redacted."""
+    text = check_content(reason, "reason", 2000).strip()
+    redactor = store.entries.redactor
+    return text if redactor is None else redactor.redact(text, {})

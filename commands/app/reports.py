@@ -1,7 +1,11 @@
 """Deletion audit reports: every request, what went, by whom, why, when, and the purge.
 
 Reports hold ids, counts, criteria, reasons and times, never content. Formats:
-text, Markdown, JSON and a self-contained HTML page.
+text, Markdown, JSON and a self-contained HTML page. Every field is escaped for
+its format: control characters and bidi overrides are shown as escapes
+(:func:`escape_controls`) in text, Markdown and HTML; Markdown escapes its
+punctuation and turns newlines into spaces; HTML escapes ``& < > " '``. JSON is
+exact.
 """
 
 from __future__ import annotations
@@ -14,9 +18,40 @@ import msgspec
 from eventstore import format_micros
 from projections import DeletionRecord
 
-__all__ = ["FORMATS", "deletion_rows", "render_deletions"]
+__all__ = ["FORMATS", "deletion_rows", "escape_controls", "escape_html", "escape_md", "render_deletions"]
 
 FORMATS = ("text", "md", "json", "html")
+
+# C0 (but what ``keep`` names), DEL, C1 and the bidi embeddings, overrides and isolates.
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_ESCAPES = {cp: f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" for cp in _CONTROLS}
+_KEEP_TABLES: dict[str, dict[int, str]] = {}
+_MD_SPECIAL = "\\`*_[]<>|~&"
+_MD_TABLE = {ord(c): "\\" + c for c in _MD_SPECIAL}
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    """``text`` with control characters (C0, DEL, C1) and Unicode bidi
+    overrides shown as ``\\xNN`` / ``\\uNNNN``, except the characters in ``keep``
+    (``"\\n\\t"`` for a block whose layout needs them)."""
+    if text.isprintable():
+        return text
+    table = _KEEP_TABLES.get(keep)
+    if table is None:
+        table = {cp: e for cp, e in _ESCAPES.items() if chr(cp) not in keep}
+        _KEEP_TABLES[keep] = table
+    return text.translate(table)
+
+
+def escape_md(value: Any) -> str:
+    """A Markdown table cell: one line, controls escaped, punctuation backslash-escaped."""
+    flat = " ".join(str(value).replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    return escape_controls(flat).translate(_MD_TABLE)
+
+
+def escape_html(value: Any) -> str:
+    """HTML text or attribute: controls escaped, then ``& < > " '``."""
+    return html.escape(escape_controls(str(value)), quote=True)
 
 
 def _when(micros: int | None) -> str | None:
@@ -68,12 +103,13 @@ def _text(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no deletion requests"
     out = []
+    e = escape_controls
     for r in rows:
         out.append(
-            f"{r['request_id']}  {r['status']}\n"
-            f"  requested {r['requested_at']} by {r['requested_by']}: {r['reason']}\n"
-            f"  criteria: {r['criteria']}\n"
-            f"  deleted: {_counts(r)} ({len(r['entry_ids'])} ids: {', '.join(r['entry_ids'][:10])}"
+            f"{e(r['request_id'])}  {r['status']}\n"
+            f"  requested {r['requested_at']} by {e(r['requested_by'])}: {e(r['reason'])}\n"
+            f"  criteria: {e(str(r['criteria']))}\n"
+            f"  deleted: {e(_counts(r))} ({len(r['entry_ids'])} ids: {e(', '.join(r['entry_ids'][:10]))}"
             f"{' ...' if len(r['entry_ids']) > 10 else ''}); erased seqs {r['erased_seqs'][:10]}\n"
             f"  purge: {r['purged_at'] or 'pending'} ({_verified(r)})"
         )
@@ -85,15 +121,11 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
              "| request | requested | by | reason | deleted | ids | erased seqs | purged | verification |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(
-            f"| `{r['request_id']}` | {r['requested_at']} | {r['requested_by']} | {_md(r['reason'])} | "
-            f"{_counts(r)} | {', '.join(r['entry_ids'])} | {', '.join(map(str, r['erased_seqs']))} | "
-            f"{r['purged_at'] or 'pending'} | {_verified(r)} |")
+        cells = (r["request_id"], r["requested_at"], r["requested_by"], r["reason"], _counts(r),
+                 ", ".join(r["entry_ids"]), ", ".join(map(str, r["erased_seqs"])),
+                 r["purged_at"] or "pending", _verified(r))
+        lines.append("| " + " | ".join(escape_md(c) for c in cells) + " |")
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 _STYLE = """body{font:15px/1.5 system-ui,sans-serif;margin:2rem;color:#222}
@@ -121,5 +153,4 @@ def _html(rows: list[dict[str, Any]]) -> str:
             f"</body></html>")
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
+_e = escape_html

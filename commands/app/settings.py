@@ -17,9 +17,9 @@ import msgspec
 
 from eventstore import InvalidInputError
 
-from .redaction import PATTERNS
+from .redaction import PATTERNS, compile_regex
 
-__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "load_settings"]
+__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings"]
 
 # Seed 000's per-kind retention, seed 001's 90 days for the rest.
 DEFAULT_RETENTION_DAYS = {
@@ -71,7 +71,7 @@ def load_settings(data_dir: Path | None, overrides: Mapping[str, Any] | None = N
         settings = msgspec.convert(values, Settings)
     except msgspec.ValidationError as exc:
         raise InvalidInputError(f"invalid setting: {exc}") from None
-    _check(settings)
+    check_settings(settings)
     return settings
 
 
@@ -90,7 +90,9 @@ def _parse_env(name: str, raw: str, kind: type) -> Any:
     return raw
 
 
-def _check(settings: Settings) -> None:
+def check_settings(settings: Settings) -> None:
+    """Refuse settings out of range, unknown patterns and custom regexes the
+    linear-time engine does not accept (before anything is opened)."""
     if not 1 <= settings.max_content_bytes <= 64 << 20:
         raise InvalidInputError("max_content_bytes must be between 1 and 64 MiB")
     if not 1 <= settings.search_shards <= 64:
@@ -100,3 +102,5 @@ def _check(settings: Settings) -> None:
     unknown = set(settings.redaction_patterns) - set(PATTERNS)
     if unknown:
         raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")
+    for name, regex in settings.custom_redactions.items():
+        compile_regex(name, regex)

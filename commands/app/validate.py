@@ -5,27 +5,43 @@ Messages name the field and the rule, never the value of content fields.
 
 from __future__ import annotations
 
+import math
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 
-from eventstore import InvalidInputError, SizeLimitError, to_micros
+from eventstore import (
+    ENTRY_KINDS,
+    InvalidInputError,
+    NotWritableError,
+    SizeLimitError,
+    StoreNotFoundError,
+    to_micros,
+)
 
 __all__ = [
+    "MAX_MICROS",
     "check_choice",
     "check_content",
+    "check_data_dir",
     "check_id",
     "check_ids",
     "check_key",
     "check_labels",
+    "check_rates",
     "check_unit",
     "optional_text",
     "to_time",
+    "writable",
 ]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
 _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 _RESERVED = ("system_", "internal_")
+# The last microsecond of year 9999: the latest time ISO 8601 (and datetime) can write.
+MAX_MICROS = 253_402_300_799_999_999
 
 
 def check_id(value: object, field: str) -> str:
@@ -113,6 +129,62 @@ def to_time(value: datetime | str | int | None, field: str) -> int | None:
     if value is None:
         return None
     try:
-        return to_micros(value)
+        micros = to_micros(value)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{field}: {exc.message}") from None
+    if micros > MAX_MICROS:
+        raise InvalidInputError(f"{field}: time {micros} is after the end of year 9999")
+    return micros
+
+
+def check_rates(rates: object) -> dict[str, float]:
+    """Decay rates: a mapping of entry kinds to finite numbers >= 0 (per hour)."""
+    if rates is None:
+        return {}
+    if not isinstance(rates, Mapping):
+        raise InvalidInputError("decay rates must map entry kinds to numbers")
+    out: dict[str, float] = {}
+    for kind, rate in rates.items():
+        check_choice(kind, "kind", ENTRY_KINDS)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < math.inf:
+            raise InvalidInputError(f"decay rate for {kind} must be a finite number >= 0 (got {rate!r})")
+        out[kind] = float(rate)
+    return out
+
+
+_WRITES = "memlog writes to its data directory, lock files included, even to read"
+
+
+def writable(directory: Path) -> bool:
+    """Whether this process may create files in ``directory`` (False on a
+    read-only file system, even for root)."""
+    return os.access(directory, os.W_OK | os.X_OK)
+
+
+def check_data_dir(data_dir: Path, write: bool) -> None:
+    """Refuse a data directory that cannot hold a store, before anything opens it.
+
+    A path that exists but is not a directory (a file, ``/dev/null``) is
+    :class:`~eventstore.StoreNotFoundError` for a read and
+    :class:`~eventstore.NotWritableError` for a write. A write also needs the
+    directory, or the nearest existing parent it will be created in, to be a
+    writable directory.
+    """
+    where = repr(os.fspath(data_dir))
+    if data_dir.exists() and not data_dir.is_dir():
+        if not write:
+            raise StoreNotFoundError(f"no memlog store in {where}: it is not a directory; check the data "
+                                     "directory (--dir, MEMLOG_DIR)")
+        raise NotWritableError(f"{where} is not a directory; a data directory (--dir, MEMLOG_DIR) "
+                               "must be one")
+    if not write:
+        return
+    existing = data_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotWritableError(f"{os.fspath(existing)!r} is not a directory, so {where} cannot be "
+                               "created in it")
+    if not writable(existing):
+        raise NotWritableError(f"cannot write to {os.fspath(existing)!r}: permission denied or a read-only "
+                               f"file system; {_WRITES}")

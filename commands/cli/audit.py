@@ -16,7 +16,7 @@ from ..app import PointInTime, require_store
 from ..app.audit import filter_log
 from ..app.reports import FORMATS, deletion_rows, render_deletions
 from .base import KINDS, Context, pass_context
-from .render import entry_text, hits_text, session_text
+from .render import entry_text, field, hits_text, memories_text, session_text
 
 __all__ = ["audit"]
 
@@ -30,6 +30,7 @@ def audit() -> None:
 @pass_context
 def audit_verify(ctx: Context) -> None:
     """Walk the hash chain; exit 1 when any stored byte was changed."""
+    ctx.check_dir(write=False)
     require_store(ctx.data_dir)
     with EventLog.open(ctx.log_dir) as log:
         result = log.verify()
@@ -38,7 +39,7 @@ def audit_verify(ctx: Context) -> None:
     if result.ok:
         ctx.emit(data, f"ok: {result.events} events, chain verified to seq {result.head}")
     else:
-        ctx.emit(data, f"FAILED at seq {result.first_bad_seq}: {result.problem}")
+        ctx.emit(data, f"FAILED at seq {result.first_bad_seq}: {field(result.problem)}")
         sys.exit(1)
 
 
@@ -102,8 +103,7 @@ def at_memories(click_ctx: click.Context, user_id: str) -> None:
     """A user's memories then."""
     with _past(click_ctx) as (ctx, past):
         found = past.memories(user_id)
-    ctx.emit(msgspec.to_builtins(found), lambda: f"as of seq {past.seq}:\n" + (
-        "\n".join(f"{m.key}: {m.content}" for m in found) or "no memories"))
+    ctx.emit(msgspec.to_builtins(found), lambda: f"as of seq {past.seq}:\n" + memories_text(found))
 
 
 @audit.command("history")
@@ -117,10 +117,11 @@ def audit_history(ctx: Context, item_id: str) -> None:
     def text() -> str:
         lines = []
         for i in items:
-            extra = "".join(f"\n      {k}: {v}" for k, v in (("reason", i.reason), ("request", i.request_id),
-                                                            ("occurred_at", i.occurred_at),
-                                                            ("content", i.content)) if v)
-            lines.append(f"@{i.seq:<6} {i.recorded_at}  {i.type:<18} by {i.actor}: {i.what}{extra}")
+            extra = "".join(f"\n      {k}: {field(v)}" for k, v in (
+                ("reason", i.reason), ("request", i.request_id), ("occurred_at", i.occurred_at),
+                ("content", i.content)) if v)
+            lines.append(f"@{i.seq:<6} {i.recorded_at}  {field(i.type):<18} by {field(i.actor)}: "
+                         f"{field(i.what)}{extra}")
         return "\n".join(lines)
 
     ctx.emit(msgspec.to_builtins(items), text)
@@ -140,8 +141,9 @@ def audit_log(ctx: Context, since: str | None, until: str | None, stream: str | 
     with ctx.reading() as mem:
         rows = list(filter_log(mem.store, since, until, stream, type_, actor, limit))
     ctx.emit(rows, lambda: "\n".join(
-        f"@{r['seq']:<6} {r['recorded_at']}  {r['type']:<18} {r['stream']:<24} v{r['version']:<4} "
-        f"by {r['actor']}{'  (payload erased)' if r['erased'] else ''}" for r in rows) or "no events")
+        f"@{r['seq']:<6} {r['recorded_at']}  {field(r['type']):<18} {field(r['stream']):<24} "
+        f"v{r['version']:<4} by {field(r['actor'])}{'  (payload erased)' if r['erased'] else ''}"
+        for r in rows) or "no events")
 
 
 @audit.command("deletions")

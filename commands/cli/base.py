@@ -13,7 +13,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NoReturn
 
 import click
 import msgspec
@@ -27,13 +27,20 @@ from eventstore import (
     LEVELS,
     ROLES,
     SORTS,
+    InvalidInputError,
     MemlogError,
+    SizeLimitError,
+    StorageError,
 )
 
 from ..app import PATTERNS, load_settings
+from ..app.reports import escape_controls
+from ..app.validate import check_data_dir
 from ..memory import MemoryLog
+from .oserrors import storage_cause, translate_os_error
 
-__all__ = ["KINDS", "LEVEL", "PATTERN", "ROLE", "SORT", "Context", "MemlogGroup", "pass_context"]
+__all__ = ["KINDS", "LEVEL", "PATTERN", "ROLE", "SORT", "STDIN_LIMIT", "Context", "MemlogGroup",
+           "pass_context", "stdin_value"]
 
 KINDS = click.Choice(ENTRY_KINDS)
 ROLE = click.Choice(ROLES)
@@ -60,9 +67,15 @@ class Context:
     def memory(self, *, create: bool = True, **overrides: Any) -> Iterator[MemoryLog]:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
+        self.check_dir(write=create)
         with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides), create=create) as mem:
             _announce(mem)
             yield mem
+
+    def check_dir(self, *, write: bool) -> None:
+        """Refuse a ``--dir`` that is not a directory (and, for a write, one
+        that cannot be written) before anything is opened."""
+        check_data_dir(self.data_dir, write)
 
     def reading(self) -> contextlib.AbstractContextManager[MemoryLog]:
         """Open an existing store for a read command."""
@@ -80,7 +93,8 @@ class Context:
         if self.json:
             click.echo(_json.encode(data).decode())
         else:
-            click.echo(text() if callable(text) else text)
+            # Control characters and bidi overrides are shown escaped; newlines and tabs lay out blocks.
+            click.echo(escape_controls(text() if callable(text) else text, keep="\n\t"))
 
 
 class MemlogGroup(click.Group):
@@ -92,7 +106,7 @@ class MemlogGroup(click.Group):
         try:
             return super().main(*args, **kwargs)
         except click.ClickException as exc:  # usage errors, bad option values
-            click.echo(f"Error: {exc.format_message()} [{E_USAGE}]", err=True)
+            click.echo(f"Error: {_one_line(exc.format_message())} [{E_USAGE}]", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo(f"Error: aborted; nothing was written [{E_ABORTED}]", err=True)
@@ -102,10 +116,12 @@ class MemlogGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MemlogError as exc:
-            click.echo(f"Error: {exc.message} [{exc.code}]", err=True)
-            sys.exit(exc.exit_code)
+            precise = storage_cause(exc) if isinstance(exc, StorageError) else None
+            _fail(precise or exc)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except OSError as exc:  # the machine's answer (permissions, a full disk), not a bug
+            _fail(translate_os_error(exc))
         except Exception as exc:
             # A bug, not bad input: name it without echoing a message that might
             # quote content; -v shows the traceback.
@@ -126,6 +142,43 @@ def _announce(mem: MemoryLog) -> None:
         click.echo(f"note: {waiting['pending']} purge(s) pending; run `memlog purge`", err=True)
     if waiting["running"]:
         click.echo(f"note: {waiting['running']} purge(s) running in another process", err=True)
+
+
+def _fail(exc: MemlogError) -> NoReturn:
+    """Print ``exc`` as one ``Error:`` line (controls escaped) and exit with its code."""
+    click.echo(f"Error: {_one_line(exc.message)} [{exc.code}]", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _one_line(message: str) -> str:
+    """A message on one line: its line breaks and tabs as spaces, other controls escaped."""
+    return escape_controls(" ".join(message.replace("\r", " ").replace("\t", " ").split("\n")))
+
+
+# Content read from stdin is at most the largest max_content_bytes a setting allows.
+STDIN_LIMIT = 64 << 20
+
+
+def stdin_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: ``-`` reads the value from stdin (UTF-8; one trailing
+    newline dropped). At most one option of a command may read stdin."""
+    if value != "-":
+        return value
+    name = param.opts[0] if param.opts else str(param.name).upper()
+    taken: list[str] = ctx.meta.setdefault("memlog.stdin", [])
+    if taken:
+        raise InvalidInputError(f"only one option can read stdin ('-'): {taken[0]} already does, "
+                                f"so {name} cannot")
+    taken.append(name)
+    stream: BinaryIO = sys.stdin.buffer
+    raw = stream.read(STDIN_LIMIT + 1)
+    if len(raw) > STDIN_LIMIT:
+        raise SizeLimitError(f"{name} from stdin is larger than {STDIN_LIMIT} bytes")
+    try:
+        text: str = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{name} from stdin is not valid UTF-8") from None
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 
 pass_context = click.make_pass_decorator(Context)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
+from click.decorators import FC
 
 from ..memory import MemoryLog
-from .base import LEVEL, ROLE, Context, pass_context
+from .base import LEVEL, ROLE, Context, pass_context, stdin_value
 
 __all__ = ["add", "forget", "remember", "task"]
 
@@ -19,12 +21,18 @@ def add() -> None:
 
 _at = click.option("--at", "occurred_at", help="When it happened (ISO 8601 with zone).")
 _tags = click.option("--tag", "tags", multiple=True)
+_STDIN = "; - reads it from stdin"
+
+
+def _text(name: str, what: str, required: bool = False) -> Callable[[FC], FC]:
+    """A content-like option; ``-`` reads its value from stdin (one option per command)."""
+    return click.option(name, required=required, callback=stdin_value, help=what + _STDIN)
 
 
 @add.command("message")
 @click.argument("session_id")
 @click.option("--role", required=True, type=ROLE)
-@click.option("--content", required=True)
+@_text("--content", "The message", required=True)
 @click.option("--agent", "agent_id")
 @click.option("--topic")
 @_tags
@@ -39,8 +47,8 @@ def add_message(ctx: Context, session_id: str, role: str, content: str, agent_id
 
 @add.command("decision")
 @click.argument("session_id")
-@click.option("--decision", required=True)
-@click.option("--rationale")
+@_text("--decision", "What was decided", required=True)
+@_text("--rationale", "Why")
 @click.option("--alternative", "alternatives", multiple=True)
 @click.option("--impact", type=LEVEL)
 @click.option("--made-by")
@@ -59,11 +67,11 @@ def add_decision(ctx: Context, session_id: str, decision: str, rationale: str | 
 
 @add.command("finding")
 @click.argument("session_id")
-@click.option("--description", required=True)
+@_text("--description", "What was found", required=True)
 @click.option("--severity", type=LEVEL)
 @click.option("--category")
-@click.option("--evidence")
-@click.option("--recommendation")
+@_text("--evidence", "What shows it")
+@_text("--recommendation", "What to do")
 @click.option("--agent", "agent_id")
 @_tags
 @_at
@@ -81,7 +89,7 @@ def add_finding(ctx: Context, session_id: str, description: str, severity: str |
 def _simple(kind: str, method: str, helptext: str) -> None:
     @add.command(kind, help=helptext)
     @click.argument("session_id")
-    @click.option("--content", required=True)
+    @_text("--content", "The text", required=True)
     @click.option("--agent", "agent_id")
     @_tags
     @_at
@@ -103,7 +111,7 @@ _simple("project", "set_project_context", "Record project context (stack, goals)
 @add.command("preference")
 @click.option("--user", "user_id", required=True)
 @click.option("--key", required=True)
-@click.option("--value", required=True)
+@_text("--value", "The preference", required=True)
 @click.option("--category")
 @click.option("--confidence", type=float)
 @pass_context
@@ -135,10 +143,10 @@ def task_done(ctx: Context, task_id: str, undo: bool) -> None:
 @click.command()
 @click.option("--user", "user_id", required=True)
 @click.argument("key")
-@click.argument("content")
+@click.argument("content", callback=stdin_value)
 @pass_context
 def remember(ctx: Context, user_id: str, key: str, content: str) -> None:
-    """Remember CONTENT for a user under KEY."""
+    """Remember CONTENT for a user under KEY (CONTENT - reads it from stdin)."""
     ctx.write(lambda m: m.remember(user_id, key, content), "remembered")
 
 

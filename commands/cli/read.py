@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from .base import KINDS, SORT, Context, pass_context
-from .render import entry_text, hits_text, plain
+from .render import block, entry_text, hits_text, memories_text, plain
 
 __all__ = ["context", "memories", "search", "show", "stats"]
 
@@ -31,7 +31,7 @@ def memories(ctx: Context, user_id: str) -> None:
     """List a user's memories."""
     with ctx.reading() as mem:
         found = mem.memories(user_id)
-    ctx.emit(plain(found), lambda: "\n".join(f"{m.key}: {m.content}" for m in found) or "no memories")
+    ctx.emit(plain(found), lambda: memories_text(found))
 
 
 @click.command()
@@ -68,8 +68,8 @@ def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | N
 def context(ctx: Context, session_id: str, query: str | None, budget: int | None) -> None:
     """Print the context block to paste into a prompt."""
     with ctx.reading() as mem:
-        block = mem.context(session_id, query=query, budget_tokens=budget)
-    ctx.emit(block.to_dict(), lambda: block.text or "(nothing to say yet)")
+        found = mem.context(session_id, query=query, budget_tokens=budget)
+    ctx.emit(found.to_dict(), lambda: block(found.text) or "(nothing to say yet)")
 
 
 @click.command()

@@ -1,14 +1,23 @@
-"""The human text of results (``--json`` prints the structs themselves)."""
+"""The human text of results (``--json`` prints the structs themselves).
+
+Every field is escaped for the terminal (:func:`field`): control characters
+(C0, DEL, C1) and Unicode bidi overrides show as ``\\xNN`` / ``\\uNNNN``, so
+stored text cannot move the cursor, recolour the screen or reorder what
+follows. A multi-line block (an entry's content, the context block) keeps its
+newlines and tabs (:func:`block`). JSON output is exact.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from ..app import EntryResult, MemoryResult, SearchResult, SessionResult
+from ..app.reports import escape_controls
 
-__all__ = ["entry_text", "hits_text", "plain", "session_text"]
+__all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "plain", "session_text"]
 
 
 def plain(value: Any) -> Any:
@@ -16,32 +25,50 @@ def plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
+def field(value: Any) -> str:
+    """One value on one line, every control character escaped."""
+    return escape_controls(str(value))
+
+
+def fields(values: Iterable[Any]) -> str:
+    """Values joined by commas, each escaped."""
+    return ", ".join(field(v) for v in values)
+
+
+def block(text: str, indent: str = "") -> str:
+    """A multi-line text: newlines and tabs kept (later lines indented), other controls escaped."""
+    return escape_controls(text, keep="\n\t").replace("\n", "\n" + indent)
+
+
 def entry_text(item: EntryResult | MemoryResult) -> str:
-    """An entry or memory, one field a line."""
+    """An entry or memory, one field a line (content as an indented block)."""
     if isinstance(item, MemoryResult):
-        return f"memory {item.id} ({item.state})\n  user: {item.user_id}\n  key: {item.key}\n" \
-               f"  content: {item.content}\n  saved: {item.saved_at}"
-    lines = [f"{item.type} {item.id} ({item.state})"]
+        return (f"memory {field(item.id)} ({item.state})\n  user: {field(item.user_id)}\n"
+                f"  key: {field(item.key)}\n  content: {block(item.content or '', '    ')}\n"
+                f"  saved: {item.saved_at}")
+    lines = [f"{field(item.type)} {field(item.id)} ({field(item.state)})"]
     if item.content is not None:
-        lines.append(f"  content: {item.content}")
+        lines.append(f"  content: {block(item.content, '    ')}")
     for name in ("session_id", "agent_id", "role", "occurred_at", "recorded_at"):
         value = getattr(item, name)
         if value:
-            lines.append(f"  {name}: {value}")
+            lines.append(f"  {name}: {field(value)}")
     for name, value in item.details.items():
         if value not in (None, [], ()):
-            lines.append(f"  {name}: {value}")
+            shown = fields(value) if isinstance(value, list | tuple) else field(value)
+            lines.append(f"  {field(name)}: {shown}")
     if item.tags:
-        lines.append(f"  tags: {', '.join(item.tags)}")
+        lines.append(f"  tags: {fields(item.tags)}")
     if item.redactions:
-        lines.append(f"  redacted at ingest: {item.redactions}")
+        lines.append(f"  redacted at ingest: {field(item.redactions)}")
     if item.deleted:
         d = item.deleted
-        lines.append(f"  deleted: request {d['request_id']} by {d['requested_by']} at {d['at']}: "
-                     f"{d['reason']}")
+        lines.append(f"  deleted: request {field(d['request_id'])} by {field(d['requested_by'])} at "
+                     f"{field(d['at'])}: {field(d['reason'])}")
     if item.redacted:
         r = item.redacted
-        lines.append(f"  redacted: {r['spans']} by {r['requested_by']} at {r['at']}: {r['reason']}")
+        lines.append(f"  redacted: {field(r['spans'])} by {field(r['requested_by'])} at {field(r['at'])}: "
+                     f"{field(r['reason'])}")
     return "\n".join(lines)
 
 
@@ -49,9 +76,9 @@ def session_text(s: SessionResult) -> str:
     """A session's manifest and statistics."""
     stats = s.statistics
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(stats["by_kind"].items())) or "no entries"
-    return (f"{s.id}{' (archived)' if s.archived else ''}\n  user: {s.user_id or '-'}\n"
-            f"  agents: {', '.join(s.agent_ids) or '-'}\n  tags: {', '.join(s.tags) or '-'}\n"
-            f"  started: {s.started_at}\n  entries: {stats['entries']} ({kinds}), "
+    return (f"{field(s.id)}{' (archived)' if s.archived else ''}\n  user: {field(s.user_id or '-')}\n"
+            f"  agents: {fields(s.agent_ids) or '-'}\n  tags: {fields(s.tags) or '-'}\n"
+            f"  started: {s.started_at}\n  entries: {stats['entries']} ({field(kinds)}), "
             f"{stats['size_bytes']} bytes\n  last activity: {stats['last_activity'] or '-'}")
 
 
@@ -59,4 +86,10 @@ def hits_text(hits: list[SearchResult]) -> str:
     """Search hits: score, kind, id, time, then the snippet."""
     if not hits:
         return "no results"
-    return "\n".join(f"{h.score:.3f}  {h.type:<9} {h.id}  {h.occurred_at}\n       {h.snippet}" for h in hits)
+    return "\n".join(f"{h.score:.3f}  {h.type:<9} {field(h.id)}  {h.occurred_at}\n       {field(h.snippet)}"
+                     for h in hits)
+
+
+def memories_text(found: list[MemoryResult]) -> str:
+    """A user's memories, one ``key: content`` a line."""
+    return "\n".join(f"{field(m.key)}: {field(m.content)}" for m in found) or "no memories"

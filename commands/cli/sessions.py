@@ -8,7 +8,7 @@ from eventstore import InvalidInputError
 
 from ..memory import MemoryLog
 from .base import Context, pass_context
-from .render import plain, session_text
+from .render import field, plain, session_text
 
 __all__ = ["session"]
 
@@ -52,7 +52,8 @@ def session_list(ctx: Context, user_id: str | None, archived: bool) -> None:
     with ctx.reading() as mem:
         found = mem.sessions(user_id=user_id, archived=archived)
     ctx.emit(plain(found), lambda: "\n".join(
-        f"{s.id}  user={s.user_id or '-'}  entries={s.statistics['entries']}  started={s.started_at}"
+        f"{field(s.id)}  user={field(s.user_id or '-')}  entries={s.statistics['entries']}  "
+        f"started={s.started_at}"
         for s in found) or "no sessions")
 
 
