@@ -80,8 +80,9 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
         raise SessionNotFoundError(f"session {session_id} not found")
     sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
     sel.seqs.add(session.started_seq)
-    for value in session.metadata.values():
-        sel.needle(value)
+    for text in (*session.metadata.keys(), *session.metadata.values(), *session.tags,
+                 *((session.channel,) if session.channel else ())):
+        sel.needle(text)
     for view in views.latest_entries(lambda s: s.session_id == session_id and s.state != "deleted"):
         sel.add_entry(view)
 
