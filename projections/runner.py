@@ -28,6 +28,7 @@ from eventstore import EventLog, RecordedEvent, RetiredError
 from eventstore.storage import ensure_private_dir, purge_env, wipe_tree
 
 from ._fsutil import wipe_dir
+from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
 from .views import VIEW_DBS, ViewReader, ViewStore
 
@@ -148,7 +149,9 @@ class Projections:
             start = min(marks)
             if start < head:
                 try:
-                    self._index_range(index, marks, start + 1, head, progress)
+                    skipped = self._index_range(index, marks, start + 1, head, progress)
+                    if skipped:  # before the commit: a crash in between records them again
+                        add_skips(self.root / "search" / "skipped", skipped)
                 except BaseException:
                     index.rollback()
                     raise
@@ -158,20 +161,24 @@ class Projections:
             self._indexed_head = head
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
-                     progress: Progress | None) -> None:
+                     progress: Progress | None) -> list[Skipped]:
+        """Index records ``first`` to ``last``; return those that could not be
+        indexed (each is skipped, reported and logged)."""
         assert self.views is not None
+        skipped = []
         with self.views.read() as views:
             for rec in self.log.read(first, last):
                 views.as_of = rec.seq
-                for op, entry_id, arg in search_ops(rec, views):
-                    if rec.seq <= marks[index.shard_of(entry_id)]:
-                        continue
-                    if op == "add":
-                        index.add(entry_id, arg)
-                    else:
-                        index.remove(entry_id, arg)
+                try:
+                    _index_record(index, marks, rec, views)
+                except Exception as exc:
+                    if not unapplicable(exc):
+                        raise
+                    skipped.append(Skipped(rec.seq, rec.type, error_class(exc), "search"))
+                    warn_skipped(skipped[-1])
                 if progress and rec.seq % 10_000 == 0:
                     progress(rec.seq)
+        return skipped
 
     # -- reads --------------------------------------------------------------
 
@@ -312,6 +319,24 @@ class Projections:
         for path in self.data_dir.glob("proj-*"):
             if path.name != target and path.is_dir():
                 wipe_dir(path, VIEW_DBS)
+
+    def skipped(self) -> list[Skipped]:
+        """The events a projection could not apply, by seq: views and search."""
+        with self.read() as views:
+            found = views.skipped()
+        return sorted([*found, *read_skips(self.root / "search" / "skipped")],
+                      key=lambda s: (s.seq, s.projection))
+
+
+def _index_record(index: SearchIndex, marks: list[int], rec: RecordedEvent, views: ViewReader) -> None:
+    """Apply one record's index operations to the shards not past it."""
+    for op, entry_id, arg in search_ops(rec, views):
+        if rec.seq <= marks[index.shard_of(entry_id)]:
+            continue
+        if op == "add":
+            index.add(entry_id, arg)
+        else:
+            index.remove(entry_id, arg)
 
 
 def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:
