@@ -53,15 +53,6 @@ VIEW_DBS = (
 Records = Callable[[int], Iterable[RecordedEvent]]
 
 
-class _Unapplicable(Exception):
-    """A record did not fit the reducers: the transaction is dropped and the
-    batch run again, up to that record, which is then recorded as skipped."""
-
-    def __init__(self, skip: Skipped) -> None:
-        super().__init__(skip.seq)
-        self.skip = skip
-
-
 class ViewStore:
     """The views environment: apply records, read as of any seq.
 
@@ -107,18 +98,20 @@ class ViewStore:
         """
         skip: Skipped | None = None
         while True:
+            failed: list[Skipped] = []
             try:
-                done = self.shared.write(functools.partial(self._apply, records, upto, skip))
-            except _Unapplicable as bad:
-                if skip is not None and bad.skip.seq <= skip.seq:
-                    raise  # cannot happen: the skipped record is never applied
-                skip = bad.skip
+                done = self.shared.write(functools.partial(self._apply, records, upto, skip, failed))
+            except Exception:
+                if not failed:
+                    raise
+                skip = failed[0]  # the transaction was dropped: run the batch again up to it
                 continue
             if skip is not None and done == skip.seq:
                 warn_skipped(skip)
             return done
 
-    def _apply(self, records: Records, upto: int | None, skip: Skipped | None, txn: Any) -> int:
+    def _apply(self, records: Records, upto: int | None, skip: Skipped | None, failed: list[Skipped],
+               txn: Any) -> int:
         dbs = self.shared.dbs
         done = _checkpoint(txn, dbs)
         writer = ViewWriter(txn, dbs)
@@ -134,9 +127,9 @@ class ViewStore:
             try:
                 writer.apply(rec)
             except Exception as exc:
-                if not unapplicable(exc):
-                    raise
-                raise _Unapplicable(Skipped(rec.seq, rec.type, error_class(exc), "views")) from None
+                if unapplicable(exc):
+                    failed.append(Skipped(rec.seq, rec.type, error_class(exc), "views"))
+                raise
             done = rec.seq
         writer.finish()
         txn.put(b"checkpoint", u64(done), db=dbs[b"meta"])
