@@ -67,15 +67,10 @@ class ProjectionDir:
 
     def _open(self) -> None:
         """Open the projections the link names; rebuild them when they are broken
-        or of another layout. Only one process rebuilds (``proj.lock``); the
-        others wait, then open what it built."""
+        or of another layout."""
         problem = self._try_open()
-        if problem is None:
-            return
-        with file_lock(self.data_dir / "proj.lock"):
-            problem = self._try_open()  # another process may have rebuilt meanwhile
-            if problem is not None:
-                self._rebuild_broken(problem)
+        if problem is not None:
+            self._recover(problem)
 
     def _try_open(self) -> Problem | None:
         """Check and open the projections the link names; on a problem, nothing
@@ -130,13 +125,18 @@ class ProjectionDir:
             return Problem(root / "search", f"does not open ({_error_name(exc)})")
         return None
 
-    def _rebuild_broken(self, problem: Problem) -> None:
-        """Rebuild from the log (holding ``proj.lock``); a failure names the broken
-        file and the command that fixes it."""
-        _log.warning("projections_rebuilding", problem=str(problem))
+    def _recover(self, problem: Problem) -> None:
+        """Rebuild from the log. Only one process rebuilds (``proj.lock``); the
+        others wait, then open what it built. A failure names the broken file
+        and the command that fixes it."""
         started = time.perf_counter()
         try:
-            head = self._replay_locked(None, None)
+            with file_lock(self.data_dir / "proj.lock"):
+                again = self._try_open()  # another process may have rebuilt meanwhile
+                if again is None:
+                    return
+                _log.warning("projections_rebuilding", problem=str(again))
+                head = self._replay_locked(None, None)
         except (MemlogError, OSError, ValueError) as exc:
             raise CorruptionError(
                 f"the projections cannot be used: {problem}, and rebuilding them from the log "
