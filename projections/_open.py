@@ -101,8 +101,8 @@ class ProjectionDir:
 
     def _open_stores(self, root: Path) -> Problem | None:
         """Open views and search; a store that does not open, or claims more than
-        the log holds, is a problem."""
-        head = self.log.head().seq
+        the log holds, is a problem. (The head is read after the checkpoints: it
+        only grows, so a concurrent append cannot make a sound store look ahead.)"""
         self._indexed_head = -1
         self._views_at = -1
         # The views are rebuilt from the log, so they are not fsynced per commit:
@@ -110,20 +110,19 @@ class ProjectionDir:
         views = root / "views" / "data.mdb"
         try:
             self.views = ViewStore(views.parent, sync=False, events_at=self.log.events_at)
-            if self.views.checkpoint() > head:
-                return Problem(views, "is ahead of the log")
+            marks = [(views, self.views.checkpoint())]
         except (StorageError, OSError) as exc:
             return Problem(views, f"does not open ({_error_name(exc)})")
         try:
             self.search_index = SearchIndex(root / "search", self.shards)
-            for shard in self.search_index.shards:
-                if shard.checkpoint() > head:
-                    return Problem(shard.link, "is ahead of the log")
+            marks += [(shard.link, shard.checkpoint()) for shard in self.search_index.shards]
         except BaseException as exc:
             if not (isinstance(exc, StorageError) or broken_index(exc)):
                 raise
             return Problem(root / "search", f"does not open ({_error_name(exc)})")
-        return None
+        head = self.log.head().seq
+        ahead = [path for path, mark in marks if mark > head]
+        return Problem(ahead[0], "is ahead of the log") if ahead else None
 
     def _recover(self, problem: Problem) -> None:
         """Rebuild from the log. Only one process rebuilds (``proj.lock``); the
