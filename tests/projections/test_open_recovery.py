@@ -4,8 +4,11 @@ names the broken file and `memlog replay`."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +139,21 @@ def test_a_rebuild_that_cannot_read_the_log_names_the_file_and_replay(
     monkeypatch.undo()
     with MemoryLog.open(path, search_shards=2) as mem:
         assert len(mem.search("postgres")) > 0
+
+
+def test_processes_opening_a_broken_store_at_once_rebuild_it_once(
+        store: tuple[Path, list[str], dict[str, Any]]) -> None:
+    """Three CLI processes find the same garbage layout: one rebuilds (proj.lock),
+    the others wait and open its result; all answer, one directory is left."""
+    path, _, want = store
+    (_current(path) / "layout").write_bytes(b"\x00\x01")
+    env = {**os.environ, "MEMLOG_SEARCH_SHARDS": "2", "MEMLOG_RECORD_ACCESS": "false"}
+    procs = [subprocess.Popen([sys.executable, "-m", "commands", "--dir", str(path), "--json", "search",
+                               "postgres note3", "--limit", "20"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
+    for out, _ in outs:
+        assert [(r["id"], r["score"]) for r in json.loads(out)] == want["search"]
+    assert sum(err.count("projections_rebuilding") for _, err in outs) == 1
+    assert len(list(path.glob("proj-*"))) == 1
