@@ -7,6 +7,7 @@ entry point: a query, an optional as-of seq and the current time in, ranked
 entries out.
 """
 
+from ._skips import Skipped
 from .decay import access_score, decay_factor, entry_importance, importance_of, relevance
 from .models import (
     DEFAULT_RATES,
@@ -60,6 +61,7 @@ __all__ = [
     "SearchQuery",
     "SessionStats",
     "SessionView",
+    "Skipped",
     "StoredEntry",
     "TombstoneInfo",
     "ViewReader",

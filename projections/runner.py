@@ -9,15 +9,17 @@ Layout under the data directory::
 Before any read, the projections it needs catch up from their checkpoint to the
 log head, so an append that returned is visible to the next read from any
 process. Views catch up eagerly; the search index on search (its commits cost
-milliseconds, so they are batched until someone searches).
+milliseconds, so they are batched until someone searches). An event a
+projection cannot apply is skipped and reported (:mod:`projections._skips`).
+
+Opening (the link, the checks, rebuilding a broken directory) is
+:class:`~projections._open.ProjectionDir`, the base class.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -25,93 +27,35 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
-from eventstore.storage import crashpoint, ensure_private_dir, open_private, purge_env, wipe_tree
+from eventstore.storage import crashpoint, purge_env, wipe_tree
 
-from ._fsutil import wipe_dir
+from ._dirs import file_lock, mark_layout, wipe_replaced
+from ._open import LAYOUT, ProjectionDir
+from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
-from .views import VIEW_DBS, ViewReader, ViewStore
+from .views import ViewReader, ViewStore
 
-__all__ = ["Projections", "PurgeSplit"]
+__all__ = ["LAYOUT", "Projections", "PurgeSplit"]
 
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
 
 Progress = Callable[[int], None]
-# The projections' on-disk layout; a directory marked otherwise is rebuilt on open.
-# 2: the views' by_hash index, and search shards by crc32 range.
-# 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
-# 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
-LAYOUT = "4"
 
 
-class Projections:
-    """Views and search for one data directory, kept caught up with the log."""
+class Projections(ProjectionDir):
+    """Views and search for one data directory, kept caught up with the log.
+
+    Opening checks the projection directory first (see
+    :class:`~projections._open.ProjectionDir`): one that is broken, or of
+    another layout, is rebuilt from the log into a fresh directory, as
+    :meth:`replay` does; the old one is never opened.
+    """
 
     def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True) -> None:
-        self.data_dir = data_dir
-        self.log = log
-        self.shards = shards
-        self.sync = sync
-        self._link = data_dir / "proj"
-        self._target: str | None = None
-        self.views: ViewStore | None = None
-        self.search_index: SearchIndex | None = None
+        self._init(data_dir, log, shards, sync, None)
         self._ensure_link()
         self._open()
-
-    # -- lifecycle ----------------------------------------------------------
-
-    def _ensure_link(self) -> None:
-        if not self._link.is_symlink():
-            target = "proj-0"
-            (self.data_dir / target).mkdir(mode=0o700, exist_ok=True)
-            tmp = self.data_dir / f".proj-link-{secrets.token_hex(4)}"
-            os.symlink(target, tmp)
-            os.replace(tmp, self._link)
-
-    def _open(self) -> None:
-        self._target = os.readlink(self._link)
-        root = self.data_dir / self._target
-        fresh = not (root / "views").exists()
-        if fresh:
-            _mark_layout(root, self._layout_mark)
-        outdated = not fresh and _layout(root) != self._layout_mark
-        # The views are rebuilt from the log, so they are not fsynced per commit:
-        # a power loss can only roll them (and their checkpoint) back.
-        self.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
-        self._indexed_head = -1
-        self._views_at = -1
-        self.search_index = SearchIndex(root / "search", self.shards)
-        if outdated:
-            # Built by an older memlog (other keys or shard assignment) or with
-            # another shard count: rebuild.
-            self.replay()
-
-    @property
-    def _layout_mark(self) -> str:
-        return f"{LAYOUT} shards={self.shards}"
-
-    def _check_current(self) -> None:
-        if os.readlink(self._link) != self._target:
-            self._close_stores()
-            self._open()
-
-    def _close_stores(self) -> None:
-        if self.search_index is not None:
-            self.search_index.close()
-            self.search_index = None
-        if self.views is not None:
-            self.views.close()
-            self.views = None
-
-    def close(self) -> None:
-        """Close the views and search shards."""
-        self._close_stores()
-
-    @property
-    def root(self) -> Path:
-        """The directory of the projections in use."""
-        return self.data_dir / (self._target or "proj-0")
 
     # -- catching up --------------------------------------------------------
 
@@ -142,13 +86,15 @@ class Projections:
         assert index is not None and self.views is not None
         if head == self._indexed_head:
             return  # nothing appended since this process last caught the index up
-        with index.lock.shared(), _file_lock(self.root / "search.lock"):
+        with index.lock.shared(), file_lock(self.root / "search.lock"):
             index.refresh()
             marks = [shard.checkpoint() for shard in index.shards]
             start = min(marks)
             if start < head:
                 try:
-                    self._index_range(index, marks, start + 1, head, progress)
+                    skipped = self._index_range(index, marks, start + 1, head, progress)
+                    if skipped:  # before the commit: a crash in between records them again
+                        add_skips(self.root / "search" / "skipped", skipped)
                 except BaseException:
                     index.rollback()
                     raise
@@ -158,20 +104,24 @@ class Projections:
             self._indexed_head = head
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
-                     progress: Progress | None) -> None:
+                     progress: Progress | None) -> list[Skipped]:
+        """Index records ``first`` to ``last``; return those that could not be
+        indexed (each is skipped, reported and logged)."""
         assert self.views is not None
+        skipped = []
         with self.views.read() as views:
             for rec in self.log.read(first, last):
                 views.as_of = rec.seq
-                for op, entry_id, arg in search_ops(rec, views):
-                    if rec.seq <= marks[index.shard_of(entry_id)]:
-                        continue
-                    if op == "add":
-                        index.add(entry_id, arg)
-                    else:
-                        index.remove(entry_id, arg)
+                try:
+                    _index_record(index, marks, rec, views)
+                except Exception as exc:
+                    if not unapplicable(exc):
+                        raise
+                    skipped.append(Skipped(rec.seq, rec.type, error_class(exc), "search"))
+                    warn_skipped(skipped[-1])
                 if progress and rec.seq % 10_000 == 0:
                     progress(rec.seq)
+        return skipped
 
     # -- reads --------------------------------------------------------------
 
@@ -264,10 +214,10 @@ class Projections:
     def _sweep_leftovers(self) -> None:
         """Wipe what interrupted purges and rebuilds left beside the projections
         in use: other projection directories and temporary links."""
-        for path in self.data_dir.glob("proj-*"):
-            if path.is_dir() and not path.is_symlink() and path.name != self._target:
-                crashpoint("projections: wipe a replaced directory")
-                wipe_dir(path, VIEW_DBS)
+        if any(p.name != self._target for p in self.data_dir.glob("proj-*")):
+            crashpoint("projections: wipe a replaced directory")
+            with file_lock(self.data_dir / "proj.lock"):  # never a replay's half-built directory
+                wipe_replaced(self.data_dir, self._target or "")
         for link in self.data_dir.glob(".proj-link-*"):
             link.unlink(missing_ok=True)
 
@@ -284,25 +234,27 @@ class Projections:
         return head
 
     def replay(self, until: int | None = None, progress: Progress | None = None) -> int:
-        """Rebuild every projection into a fresh directory and swap it in.
+        """Rebuild every projection from the log into a fresh directory and swap it in.
 
-        A crash before the swap leaves the old projections in use; the partial
+        The projections in use are never read, so a broken directory does not
+        stop a replay; it is wiped afterwards like any replaced one. A crash
+        before the swap leaves the old projections in use; the partial
         directory is removed by the next replay.
         """
-        self._check_current()
+        with file_lock(self.data_dir / "proj.lock"):
+            return self._replay_locked(until, progress)
+
+    def _replay_locked(self, until: int | None, progress: Progress | None) -> int:
         head = self.log.head().seq if until is None else min(until, self.log.head().seq)
         target = f"proj-{secrets.token_hex(4)}"
+        root = self.data_dir / target
+        root.mkdir(mode=0o700)
+        mark_layout(root, self._layout_mark)
         fresh = Projections.__new__(Projections)
-        fresh.__dict__.update(self.__dict__)
-        fresh._target = target
-        fresh._indexed_head = -1
-        fresh._views_at = -1
-        (self.data_dir / target).mkdir(mode=0o700)
-        _mark_layout(self.data_dir / target, self._layout_mark)
-        fresh.views = ViewStore(self.data_dir / target / "views", sync=False,
-                                events_at=self.log.events_at)
-        fresh.search_index = SearchIndex(self.data_dir / target / "search", self.shards)
+        fresh._init(self.data_dir, self.log, self.shards, self.sync, target)
         try:
+            fresh.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
+            fresh.search_index = SearchIndex(root / "search", self.shards)
             fresh._catch_up_views(head, progress)
             fresh._catch_up_search(head, progress)
             fresh.views.shared.env.sync(True)
@@ -311,20 +263,23 @@ class Projections:
         self._swap_to(target)
         return head
 
-    def _swap_to(self, target: str) -> None:
-        tmp = self.data_dir / f".proj-link-{secrets.token_hex(4)}"
-        os.symlink(target, tmp)
-        os.replace(tmp, self._link)
-        fd = os.open(self.data_dir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._close_stores()
-        self._open()
-        for path in self.data_dir.glob("proj-*"):
-            if path.name != target and path.is_dir():
-                wipe_dir(path, VIEW_DBS)
+    def skipped(self) -> list[Skipped]:
+        """The events a projection could not apply, by seq: views and search."""
+        with self.read() as views:
+            found = views.skipped()
+        return sorted([*found, *read_skips(self.root / "search" / "skipped")],
+                      key=lambda s: (s.seq, s.projection))
+
+
+def _index_record(index: SearchIndex, marks: list[int], rec: RecordedEvent, views: ViewReader) -> None:
+    """Apply one record's index operations to the shards not past it."""
+    for op, entry_id, arg in search_ops(rec, views):
+        if rec.seq <= marks[index.shard_of(entry_id)]:
+            continue
+        if op == "add":
+            index.add(entry_id, arg)
+        else:
+            index.remove(entry_id, arg)
 
 
 def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:
@@ -348,30 +303,3 @@ def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[A
             continue
         ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
         yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
-
-
-def _layout(root: Path) -> str:
-    try:
-        return (root / "layout").read_text().strip()
-    except FileNotFoundError:
-        return ""
-
-
-def _mark_layout(root: Path, mark: str) -> None:
-    ensure_private_dir(root)
-    fd = open_private(root / "layout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        os.write(fd, (mark + "\n").encode())
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    fd = open_private(path, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)

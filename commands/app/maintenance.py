@@ -78,11 +78,13 @@ def replay(store: Store, projections: Iterable[str] = PROJECTIONS,
 
 
 def stats(store: Store) -> dict[str, Any]:
-    """Event count, head seq, counts by kind, sizes on disk and checkpoints."""
+    """Event count, head seq, counts by kind, sizes on disk, checkpoints and the
+    events a projection skipped (seq, type, error class, projection; never content)."""
     head = store.log.head()
     with store.read() as views:
         counters = views.counters()
         checkpoint = views.checkpoint()
+    skipped = [msgspec.to_builtins(s) for s in store.proj.skipped()]
     assert store.proj.search_index is not None
     sizes = {"log": _dir_size(store.data_dir / "log"), "views": _dir_size(store.proj.root / "views"),
              "search": _dir_size(store.proj.root / "search")}
@@ -93,6 +95,7 @@ def stats(store: Store) -> dict[str, Any]:
         "by_type": {k[5:]: v for k, v in counters.items() if k.startswith("type:")},
         "bytes_on_disk": sizes, "checkpoints": {"views": checkpoint,
                                                 "search": store.proj.search_index.checkpoint()},
+        "skipped": skipped,
     }
 
 

@@ -9,7 +9,15 @@
 """
 
 from .apply import search_ops
-from .index import OPEN_SEQ, SearchIndex, SearchShard, build_schema, entry_document, searchable_text
+from .index import (
+    OPEN_SEQ,
+    SearchIndex,
+    SearchShard,
+    broken_index,
+    build_schema,
+    entry_document,
+    searchable_text,
+)
 from .query import SearchHit, SearchQuery, build_query, run_search, tokens
 from .rank import Ranked, Ranking, rank, score
 
@@ -21,6 +29,7 @@ __all__ = [
     "SearchIndex",
     "SearchQuery",
     "SearchShard",
+    "broken_index",
     "build_query",
     "build_schema",
     "entry_document",

@@ -29,13 +29,20 @@ import tantivy
 from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
 from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
-__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "build_schema", "entry_document"]
+__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document"]
 
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
+
+
+def broken_index(exc: BaseException) -> bool:
+    """Whether Tantivy's ``exc`` says an index's files are unusable: a ValueError,
+    an OSError, or a Rust panic (``pyo3_runtime.PanicException``, a
+    BaseException that ``except Exception`` lets through)."""
+    return isinstance(exc, ValueError | OSError) or type(exc).__name__ == "PanicException"
 
 
 def build_schema() -> Any:
@@ -99,8 +106,13 @@ class SearchShard:
         self.rollback()
         try:
             self.index = tantivy.Index(self.schema, path=str(self.link.parent / target), reuse=True)
-        except (ValueError, OSError) as exc:
-            raise StorageError(f"cannot open search shard {self.link.name}: {exc}") from None
+        except BaseException as exc:
+            if not broken_index(exc):
+                raise
+            # Tantivy's message can run to the whole meta.json: keep its first words.
+            said = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise StorageError(f"cannot open search shard {self.link.name} ({target}): {said}; "
+                               "run `memlog replay` to rebuild it") from None
         self.target = target
         private_tree(self.link.parent / target)
 

@@ -13,7 +13,7 @@ from eventstore import InvalidQueryError, Sort
 
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
-__all__ = ["SearchHit", "SearchQuery", "build_query", "run_search", "tokens"]
+__all__ = ["SearchHit", "SearchQuery", "build_query", "check_words", "run_search", "tokens"]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
@@ -48,6 +48,20 @@ class SearchHit(msgspec.Struct, frozen=True):
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens, as Tantivy's default tokenizer makes them."""
     return [t.lower() for t in _TOKEN.findall(text) if len(t) <= 40]
+
+
+def check_words(text: str, words: list[str]) -> None:
+    """Refuse a query that has text but no word the index could hold.
+
+    Tantivy indexes runs of letters and digits of at most 40 characters; a
+    query of punctuation, emoji or longer runs alone would otherwise become an
+    empty text clause and list everything. An empty text is the browse mode
+    and lists everything on purpose.
+    """
+    if text.strip() and not words:
+        raise InvalidQueryError(
+            "the query has no word to search for (words are letters or digits, at most 40 "
+            "characters); give an empty query to list everything")
 
 
 def build_query(schema: Any, query: SearchQuery, as_of: int | None,
@@ -138,8 +152,9 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     check_limit(query.limit)
     if not 0.0 <= query.min_relevance <= 1.0:
         raise InvalidQueryError("min_relevance must be between 0 and 1")
-    searchers = index.searchers()
     words = tokens(query.text) if words is None else words
+    check_words(query.text, words)
+    searchers = index.searchers()
     known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
     try:
         q = build_query(index.schema, query, as_of, known, _prefix_expansions(searchers, words), words)

@@ -37,6 +37,7 @@ from eventstore import (
     SessionUpdated,
 )
 
+from .._skips import Skipped
 from ..decay import entry_importance
 from ..models import (
     AccessView,
@@ -131,6 +132,12 @@ class ViewWriter:
                 self.txn.put(name.encode(), u64(total), db=db)
             else:  # a counter back at zero is absent, as in a replay that never saw it
                 self.txn.delete(name.encode(), db=db)
+
+    def skip(self, rec: RecordedEvent, skip: Skipped) -> None:
+        """Record an event the reducers could not apply (it still counts as an event)."""
+        self.count("events")
+        self.count(f"type:{rec.type}")
+        self.put(b"skipped", u64(rec.seq), skip)
 
     # -- dispatch -----------------------------------------------------------
 

@@ -22,6 +22,7 @@ import msgspec
 
 from eventstore import SHOWN_STATES, Event
 
+from .._skips import Skipped
 from ..decay import entry_importance
 from ..models import (
     AccessView,
@@ -59,6 +60,7 @@ _access = msgspec.msgpack.Decoder(AccessView).decode
 _params = msgspec.msgpack.Decoder(DecayParams).decode
 _stats = msgspec.msgpack.Decoder(SessionStats).decode
 _deletion = msgspec.msgpack.Decoder(DeletionRecord).decode
+_skipped = msgspec.msgpack.Decoder(Skipped).decode
 
 # Iterators resolve entries in chunks growing from _FIRST_CHUNK to _CHUNK: a
 # reader that stops early reads few payloads, a long scan few batches.
@@ -312,3 +314,7 @@ class ViewReader:
     def counters(self) -> dict[str, int]:
         """Global counters: events, events by type, entries by kind."""
         return {bytes(k).decode(): unpack_u64(v) for k, v in self.txn.cursor(db=self.dbs[b"stats"])}
+
+    def skipped(self) -> list[Skipped]:
+        """The events the views could not apply (seq, type, error class), oldest first."""
+        return [_skipped(bytes(v)) for _, v in self.txn.cursor(db=self.dbs[b"skipped"])]

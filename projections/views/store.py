@@ -20,11 +20,13 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
 - ``memory_ids``: memory id -> user | key;
 - ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
 - ``deletions``: the deletion ledger; ``stats``: global counters;
+- ``skipped``: seq -> the events the views could not apply (:class:`~projections.Skipped`);
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ import msgspec
 from eventstore import RecordedEvent, StorageError
 from eventstore.storage import SharedEnv, open_shared_env, release_shared_env
 
+from .._skips import Skipped, error_class, unapplicable, warn_skipped
 from .apply import ViewWriter
 from .keys import u64, unpack_u64
 from .read import EventsAt, ViewReader
@@ -44,8 +47,10 @@ __all__ = ["VIEW_DBS", "ViewStore"]
 VIEW_DBS = (
     b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
     b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
-    b"deleted", b"by_seq", b"archived", b"by_hash",
+    b"deleted", b"by_seq", b"archived", b"by_hash", b"skipped",
 )
+
+Records = Callable[[int], Iterable[RecordedEvent]]
 
 
 class ViewStore:
@@ -78,7 +83,7 @@ class ViewStore:
         """The last seq applied."""
         return self.shared.read(lambda txn: _checkpoint(txn, self.shared.dbs))
 
-    def apply(self, records: Callable[[int], Iterable[RecordedEvent]], upto: int | None = None) -> int:
+    def apply(self, records: Records, upto: int | None = None) -> int:
         """Apply records after the stored checkpoint, in one transaction.
 
         ``records(after)`` must give the log's records after seq ``after``; it is
@@ -86,23 +91,49 @@ class ViewStore:
         record is lost. Records at or below the checkpoint are skipped, so two
         processes catching up at once apply each event exactly once. Returns
         the new checkpoint.
+
+        A record the reducers cannot apply does not stop the views: the batch
+        is run again up to it, the record is stored in ``skipped`` (seq, type,
+        error class) and the checkpoint moves past it; the batch ends there.
         """
-        def run(txn: Any) -> int:
-            dbs = self.shared.dbs
-            done = _checkpoint(txn, dbs)
-            writer = ViewWriter(txn, dbs)
-            for rec in records(done):
-                if rec.seq <= done:
-                    continue
-                if upto is not None and rec.seq > upto:
-                    break
-                writer.apply(rec)
-                done = rec.seq
-            writer.finish()
-            txn.put(b"checkpoint", u64(done), db=dbs[b"meta"])
+        skip: Skipped | None = None
+        while True:
+            failed: list[Skipped] = []
+            try:
+                done = self.shared.write(functools.partial(self._apply, records, upto, skip, failed))
+            except Exception:
+                if not failed:
+                    raise
+                skip = failed[0]  # the transaction was dropped: run the batch again up to it
+                continue
+            if skip is not None and done == skip.seq:
+                warn_skipped(skip)
             return done
 
-        return self.shared.write(run)
+    def _apply(self, records: Records, upto: int | None, skip: Skipped | None, failed: list[Skipped],
+               txn: Any) -> int:
+        dbs = self.shared.dbs
+        done = _checkpoint(txn, dbs)
+        writer = ViewWriter(txn, dbs)
+        for rec in records(done):
+            if rec.seq <= done:
+                continue
+            if upto is not None and rec.seq > upto:
+                break
+            if skip is not None and rec.seq == skip.seq:
+                writer.skip(rec, skip)
+                done = rec.seq
+                break
+            try:
+                writer.apply(rec)
+            except Exception as exc:
+                if unapplicable(exc):
+                    failed.append(Skipped(rec.seq, rec.type, error_class(exc), "views"))
+                raise
+            done = rec.seq
+        writer.finish()
+        txn.put(b"checkpoint", u64(done), db=dbs[b"meta"])
+        return done
 
     def read(self, as_of: int | None = None) -> _ReadScope:
         """A read scope: ``with store.read(as_of) as view: view.entry(id)``."""
