@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from eventstore import CorruptionError, EventLog, MemlogError, StorageError
+from eventstore import CorruptionError, EventLog, MemlogError, StorageError, UnsafeStoreError
 
 from . import _log
 from ._checks import Problem, layout_of, link_target, search_problem, views_problem
@@ -111,13 +111,15 @@ class ProjectionDir:
         try:
             self.views = ViewStore(views.parent, sync=False, events_at=self.log.events_at)
             marks = [(views, self.views.checkpoint())]
+        except UnsafeStoreError:
+            raise  # a planted link is refused, never repaired over
         except (StorageError, OSError) as exc:
             return Problem(views, f"does not open ({_error_name(exc)})")
         try:
             self.search_index = SearchIndex(root / "search", self.shards)
             marks += [(shard.link, shard.checkpoint()) for shard in self.search_index.shards]
         except BaseException as exc:
-            if not (isinstance(exc, StorageError) or broken_index(exc)):
+            if isinstance(exc, UnsafeStoreError) or not (isinstance(exc, StorageError) or broken_index(exc)):
                 raise
             return Problem(root / "search", f"does not open ({_error_name(exc)})")
         head = self.log.head().seq
@@ -136,6 +138,8 @@ class ProjectionDir:
                     return
                 _log.warning("projections_rebuilding", problem=str(again))
                 head = self._replay_locked(None, None)
+        except UnsafeStoreError:
+            raise
         except (MemlogError, OSError, ValueError) as exc:
             raise CorruptionError(
                 f"the projections cannot be used: {problem}, and rebuilding them from the log "
