@@ -18,6 +18,7 @@ from ..errors import (
 )
 from .layout import (
     DIRTY,
+    ERASED,
     ERASING,
     EVENT_IDS,
     HEADERS,
@@ -51,8 +52,10 @@ class TxnWriter:
     """Appends prepared requests within one LMDB write transaction.
 
     Payloads are collected for the segments (:attr:`payloads`), which the
-    caller writes before this transaction commits; erased seqs are marked in
-    ``meta`` for the deletion that follows the commit.
+    caller writes before this transaction commits, with :attr:`base` (the head
+    this transaction started from) as the segments' append mark; erased seqs
+    go to ``erased`` for good and to ``meta`` (``erasing``) for the deletion
+    that follows the commit.
     """
 
     def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int],
@@ -61,6 +64,7 @@ class TxnWriter:
         self.dbs = dbs
         self.segments = segments
         self.head: HeadState = read_head_state(txn, dbs[META])
+        self.base = self.head.seq
         self.now = max(clock(), self.head.time)
         self.headers = txn.cursor(db=dbs[HEADERS])
         self.payloads: list[tuple[bytes, bytes]] = []
@@ -99,6 +103,8 @@ class TxnWriter:
         if self.erased:
             erasing = read_int_set(self.txn, meta, ERASING) | self.erased
             write_int_set(self.txn, meta, ERASING, erasing)
+            # A seq may be erased again (a later tombstone naming it too).
+            self.txn.cursor(db=self.dbs[ERASED]).putmulti([(seq_key(s), b"") for s in sorted(self.erased)])
         dirty = overwritten | {self.segments.index_of(s) for s in self.erased}
         if dirty:
             write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)
