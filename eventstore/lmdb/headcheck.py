@@ -8,7 +8,8 @@ append leaves in each segment it writes (:data:`~.segments.MARK`: the head it
 started from):
 
 - every segment holding a seq at or below the head exists, unless every one
-  of those seqs was erased (``erased``); its data file must be whole;
+  of those seqs was erased (``erased``); its data file must be whole (checked
+  against its meta pages, and opened);
 - the head's own payload is stored (no tombstone can erase the last event:
   it would need a later one);
 - no segment at or after the head's carries a mark beyond the head: that
@@ -22,7 +23,9 @@ started from):
 The one loss these checks cannot see is the loss of exactly the last append,
 which looks like that append's crash. The projections' checkpoints can vouch
 for more later. Run on every open (and reopen) of a format 3 log; the cost is
-a directory listing and one or two small reads.
+a directory listing, two ``pread`` of each segment's meta pages, an open of
+each segment and one or two small reads (about 4 ms for a log of 1M events
+and 16 segments; segments are opened at their first read anyway).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ def check_head(env: Any, dbs: dict[bytes, Any], segments: Segments, data_file: P
                 raise CorruptionError(
                     f"{segments.path(index)} is missing, but it holds payloads of seqs at or "
                     f"below the log's head (seq {head})")
+    for index in sorted(i for i in on_disk if i <= segments.required_upto):
+        segments.env(index)  # checks the data file's shape (see Segments.env)
     if head and segments.payload(head) is None:
         raise CorruptionError(
             f"{segments.data_file(segments.index_of(head))} lacks the payload of the log's "

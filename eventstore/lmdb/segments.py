@@ -52,9 +52,9 @@ class Segments:
 
     A segment's data file is checked before it is mapped
     (:func:`~eventstore.storage.shape.check_data_file`). It must exist when the
-    segment holds a seq at or below the head the log had when it was opened
-    (:attr:`required_upto`): a segment after it may be the half-created
-    leftover of an append that never committed.
+    segment's directory does and the segment holds a seq at or below the head
+    the log had when it was opened (:attr:`required_upto`): a segment after it
+    may be the half-created leftover of an append that never committed.
     """
 
     def __init__(self, root: Path, span: int, sync: bool) -> None:
@@ -95,7 +95,9 @@ class Segments:
                 return env
             data = self.data_file(index)
             must = None
-            if index <= self.required_upto:
+            if index <= self.required_upto and data.parent.is_dir():
+                # (a segment whose seqs were all erased may never have been written:
+                # the log's open checks that every other one exists)
                 must = "the log's head lies in or after this segment"
             try:
                 checked = check_data_file(data, must_exist=must)

@@ -40,8 +40,9 @@ __all__ = ["TxnWriter"]
 
 def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, append: bool = False,
              duplicate: bool = False) -> None:
-    """putmulti with the return value checked (py-lmdb reports clashes, not raises)."""
-    consumed, added = cursor.putmulti(items, append=append, overwrite=not (append or duplicate))
+    """putmulti of new keys with the return value checked (py-lmdb reports clashes,
+    not raises): a key that exists already is never overwritten."""
+    consumed, added = cursor.putmulti(items, append=append, overwrite=False)
     if consumed != len(items) or added != len(items):
         if duplicate:
             raise DuplicateEventError(clash)
@@ -84,7 +85,10 @@ class TxnWriter:
         self.payloads.extend(payloads)
         _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
                  "an event id of this append is already in the log", duplicate=True)
-        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index, "stream index clash")
+        # A clash means ``streams`` fell behind the index: taking over the entry would
+        # hide the event it points at from read_stream.
+        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index,
+                 f"the stream index of {req.stream} already holds versions after {version}")
         version += len(req.payloads)
         self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
         return AppendResult(
