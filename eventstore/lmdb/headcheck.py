@@ -9,7 +9,7 @@ started from):
 
 - every segment holding a seq at or below the head exists, unless every one
   of those seqs was erased (``erased``); its data file must be whole (checked
-  against its meta pages, and opened);
+  against its meta pages, without mapping it);
 - the head's own payload is stored (no tombstone can erase the last event:
   it would need a later one);
 - no segment at or after the head's carries a mark beyond the head: that
@@ -23,9 +23,8 @@ started from):
 The one loss these checks cannot see is the loss of exactly the last append,
 which looks like that append's crash. The projections' checkpoints can vouch
 for more later. Run on every open (and reopen) of a format 3 log; the cost is
-a directory listing, two ``pread`` of each segment's meta pages, an open of
-each segment and one or two small reads (about 4 ms for a log of 1M events
-and 16 segments; segments are opened at their first read anyway).
+a directory listing, two ``pread`` of each segment's meta pages, and one or
+two small reads in the head's segment.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptionError
+from ..storage.shape import check_data_file
 from .layout import ERASED, META, read_head_state, seq_key
 from .segments import Segments
 
@@ -53,7 +53,7 @@ def check_head(env: Any, dbs: dict[bytes, Any], segments: Segments, data_file: P
                     f"{segments.path(index)} is missing, but it holds payloads of seqs at or "
                     f"below the log's head (seq {head})")
     for index in sorted(i for i in on_disk if i <= segments.required_upto):
-        segments.env(index)  # checks the data file's shape (see Segments.env)
+        check_data_file(segments.data_file(index), must_exist="the log's head lies after this segment")
     if head and segments.payload(head) is None:
         raise CorruptionError(
             f"{segments.data_file(segments.index_of(head))} lacks the payload of the log's "

@@ -110,23 +110,25 @@ def scan_range(snap: Snapshot, start: int, stop: int, limit: int) -> list[Record
     try:
         for hkey, hval in headers.iternext():
             header = decode_h(hval[_PREFIX:])
-            if header.seq != expected:
-                raise _misplaced(expected, header.seq)
-            if expected > last:
+            seq = header.seq
+            if seq != expected:
+                raise _misplaced(expected, seq)
+            if seq > last:
                 break
             expected += 1
-            while pkey is not None and pkey != hkey and bytes(pkey) < bytes(hkey):
-                pkey, pval = next(p_items, _END)  # payloads of appends that never committed
-            if pkey != hkey or (erased and header.seq in erased):
-                if pkey == hkey:
-                    pkey, pval = next(p_items, _END)
-                elif header.seq not in erased and (error := snap.lost(header.seq)) is not None:
-                    raise error
+            if pkey != hkey:
+                while pkey is not None and bytes(pkey) < bytes(hkey):
+                    pkey, pval = next(p_items, _END)  # payloads of appends that never committed
+                if pkey != hkey:  # no payload: erased, or lost
+                    if seq not in erased and (error := snap.lost(seq)) is not None:
+                        raise error
+                    append(RecordedEvent(header, None))
+                    continue
+            if erased and seq in erased:  # its erasure is in progress
                 append(RecordedEvent(header, None))
-                continue
-            if sha256(pval).digest() != hval[HASH_SIZE:_PREFIX]:
-                raise mismatch(header.seq)
-            if header.schema_version == current.get(header.type):
+            elif sha256(pval).digest() != hval[HASH_SIZE:_PREFIX]:  # H(salt || payload)
+                raise mismatch(seq)
+            elif header.schema_version == current.get(header.type):
                 append(RecordedEvent(header, decode_p(pval[SALT_SIZE:])))
             else:
                 append(RecordedEvent(header, decode_payload(pval[SALT_SIZE:], header)))

@@ -30,13 +30,15 @@ seq just after it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from hashlib import sha256
 from typing import Any
 
 import lmdb
 import msgspec
 
-from ..chain import GENESIS, HASH_SIZE, SALT_SIZE, chain_link, commit
+from ..chain import GENESIS, HASH_SIZE
 from ..envelope import Header, VerifyResult
+from ..errors import CorruptionError
 from .layout import ERASING, HEADERS, META, HeadState, read_head_state, read_int_set, seq_of_key
 from .read import Snapshot
 from .segments import MARK
@@ -45,6 +47,7 @@ from .verify_index import IndexCheck, Problems
 __all__ = ["verify_log"]
 
 _PREFIX = 2 * HASH_SIZE
+Buffer = bytes | memoryview  # read buffers stay valid for the whole walk
 _decode = msgspec.msgpack.Decoder(Header).decode
 
 
@@ -53,18 +56,19 @@ class _Walk(Problems):
 
     def __init__(self) -> None:
         super().__init__()
-        self.previous = GENESIS
+        self.previous: Buffer = GENESIS
         self.events = 0
         self.missing: list[int] = []
         self.erased: set[int] = set()
         self.undecoded = False  # a header did not decode: its erases are unknown
 
-    def step(self, seq: int, value: bytes, payload: bytes | None) -> Header | None:
+    def step(self, seq: int, value: Buffer, payload: Buffer | None) -> Header | None:
         """Check one record; return its header when it is intact (chained,
-        consistent), so that the indexes can be checked against it."""
+        consistent), so that the indexes can be checked against it. The
+        buffers stay valid for the whole walk (one read transaction)."""
         self.events += 1
         link, commitment, raw = value[:HASH_SIZE], value[HASH_SIZE:_PREFIX], value[_PREFIX:]
-        intact = link == chain_link(self.previous, raw, commitment)
+        intact = link == sha256(b"".join((self.previous, raw, commitment))).digest()
         self.previous = link
         if not intact:
             self.fail(seq, f"the chain breaks at seq {seq}: its header or commitment changed")
@@ -82,7 +86,7 @@ class _Walk(Problems):
             return None
         if not intact:
             return None
-        if payload is not None and commit(payload[:SALT_SIZE], payload[SALT_SIZE:]) != commitment:
+        if payload is not None and sha256(payload).digest() != commitment:  # H(salt || payload)
             self.fail(seq, f"the payload of seq {seq} does not match its commitment")
         return header
 
@@ -98,7 +102,7 @@ class _Payloads:
         self._items = self._all()
         self.pending = next(self._items, None)
 
-    def take(self, seq: int) -> bytes | None:
+    def take(self, seq: int) -> Buffer | None:
         """The payload of ``seq``; payloads of lower seqs left over have no header."""
         while self.pending is not None and self.pending[0] < seq:
             self.problems.fail(self.pending[0], "a payload exists without a header")
@@ -116,7 +120,7 @@ class _Payloads:
                 self.problems.fail(self.pending[0], "a payload exists without a header")
             self.pending = next(self._items, None)
 
-    def _all(self) -> Iterator[tuple[int, bytes]]:
+    def _all(self) -> Iterator[tuple[int, Buffer]]:
         segments = self.snap.segs.segments
         for index in segments.on_disk():
             txn = self.snap.segs.txn(index)
@@ -126,29 +130,32 @@ class _Payloads:
                 except lmdb.Error as exc:
                     raise self.snap.segs.error(exc, index) from None
 
-    def _segment(self, index: int, txn: Any) -> Iterator[tuple[int, bytes]]:
-        span = self.snap.segs.segments.span
+    def _segment(self, index: int, txn: Any) -> Iterator[tuple[int, Buffer]]:
+        span, head = self.snap.segs.segments.span, self.head
         low, high = index * span + 1, (index + 1) * span
-        mark, after = None, 0
+        mark, last = None, 0
         for key, value in txn.cursor().iternext():
             if key == MARK:
                 mark = seq_of_key(value)
                 continue
-            seq = seq_of_key(key) if len(key) == 8 else 0
+            try:
+                seq = seq_of_key(key)
+            except CorruptionError:
+                seq = 0
             if not low <= seq <= high:
-                self.problems.fail(min(max(seq, 1), self.head + 1),
+                self.problems.fail(min(max(seq, 1), head + 1),
                                    f"segment {index} holds a payload of seq {seq}, outside its span")
                 continue
-            after += seq > self.head
-            yield seq, bytes(value)
-        if mark is not None and mark > self.head and mark > self.snap.current_head():
+            last = seq
+            yield seq, value
+        if mark is not None and mark > head and mark > self.snap.current_head():
             # (an append that began after this walk's snapshot marks the head it
             # found, which a fresh look sees)
-            self.problems.fail(self.head + 1, f"segment {index} holds an append that started after "
-                                              f"seq {mark}, beyond the head {self.head}")
-        elif mark is None and after:
-            self.problems.fail(self.head + 1, f"segment {index} holds payloads after the head "
-                                              "that no append marked")
+            self.problems.fail(head + 1, f"segment {index} holds an append that started after "
+                                         f"seq {mark}, beyond the head {head}")
+        elif mark is None and last > head:
+            self.problems.fail(head + 1, f"segment {index} holds payloads after the head "
+                                         "that no append marked")
 
 
 def verify_log(snap: Snapshot) -> VerifyResult:
@@ -171,12 +178,10 @@ def verify_log(snap: Snapshot) -> VerifyResult:
             if seq not in erasing:
                 walk.fail(seq, f"the payload of erased seq {seq} is still stored")
             payload = None
-        header = walk.step(seq, bytes(hval), payload)
-        if header is not None:
-            indexes.add(seq, header)
+        indexes.add(hkey, walk.step(seq, hval, payload))
     if whole:
         payloads.finish()
-        indexes.finish(walk.events, head.seq)
+        indexes.finish(head.seq)
         _check_erased(walk, erased)
     _check_missing(walk)
     _check_tail(walk, head)
