@@ -89,7 +89,12 @@ class LogEnv(SharedEnv):
         """Run a check on the freshly opened environment; on any failure close
         it, and name the main data file for what LMDB found corrupt in it."""
         try:
-            fn()
+            while True:
+                try:
+                    fn()
+                    return
+                except lmdb.MapResizedError:  # another process grew the map since the open
+                    self.env.set_mapsize(0)
         except CorruptionError as exc:
             self.close_env()
             raise self._located(exc) from None

@@ -92,11 +92,8 @@ def mismatch(seq: int) -> CorruptionError:
 
 
 def scan_range(snap: Snapshot, start: int, stop: int, limit: int) -> list[RecordedEvent]:
-    """Records with ``start <= seq <= stop``, at most ``limit`` of them.
-
-    This is the replay hot path, so it walks the header cursor and the segments'
-    payload cursors in lockstep with the decoders inlined.
-    """
+    """Records with ``start <= seq <= stop``, at most ``limit`` of them. The replay
+    hot path: header and payload cursors in lockstep, decoders inlined."""
     out: list[RecordedEvent] = []
     headers = snap.txn.cursor(db=snap.dbs[HEADERS])
     if not headers.set_range(seq_key(start)):
@@ -110,24 +107,21 @@ def scan_range(snap: Snapshot, start: int, stop: int, limit: int) -> list[Record
     try:
         for hkey, hval in headers.iternext():
             header = decode_h(hval[_PREFIX:])
-            seq = header.seq
-            if seq != expected:
-                raise _misplaced(expected, seq)
-            if seq > last:
-                break
+            if header.seq != expected or expected > last:
+                if expected > last:
+                    break
+                raise _misplaced(expected, header.seq)
             expected += 1
             if pkey != hkey:
-                while pkey is not None and bytes(pkey) < bytes(hkey):
-                    pkey, pval = next(p_items, _END)  # payloads of appends that never committed
-                if pkey != hkey:  # no payload: erased, or lost
-                    if seq not in erased and (error := snap.lost(seq)) is not None:
-                        raise error
-                    append(RecordedEvent(header, None))
+                while pkey is not None and bytes(pkey) < bytes(hkey):  # not this seq's payload
+                    pkey, pval = next(p_items, _END)
+                if pkey != hkey:
+                    append(_without_payload(snap, header, erased))
                     continue
-            if erased and seq in erased:  # its erasure is in progress
+            if erased and header.seq in erased:  # its erasure is in progress
                 append(RecordedEvent(header, None))
             elif sha256(pval).digest() != hval[HASH_SIZE:_PREFIX]:  # H(salt || payload)
-                raise mismatch(seq)
+                raise mismatch(header.seq)
             elif header.schema_version == current.get(header.type):
                 append(RecordedEvent(header, decode_p(pval[SALT_SIZE:])))
             else:
@@ -136,6 +130,13 @@ def scan_range(snap: Snapshot, start: int, stop: int, limit: int) -> list[Record
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise CorruptionError(f"record of seq {expected} does not decode: {exc}", seq=expected) from None
     return out
+
+
+def _without_payload(snap: Snapshot, header: Header, erased: set[int]) -> RecordedEvent:
+    """A record whose payload is not stored: erased, or lost (an error)."""
+    if header.seq not in erased and (error := snap.lost(header.seq)) is not None:
+        raise error
+    return RecordedEvent(header, None)
 
 
 def _misplaced(expected: int, named: int) -> CorruptionError:
