@@ -70,6 +70,11 @@ class LogBackend(Protocol):
         """The events at ``seqs`` in order; None where erased or absent."""
         ...
 
+    def chain_at(self, seq: int) -> bytes:
+        """The chain hash stored at ``seq`` (the genesis hash at 0);
+        :class:`EventNotFoundError` beyond the head."""
+        ...
+
     def stream_version(self, stream: str) -> int:
         """The stream's last version, 0 if it does not exist."""
         ...

@@ -59,10 +59,12 @@ def encode_payload(event: Event) -> bytes:
 
 
 def decode_header(data: bytes | memoryview, seq: int | None = None) -> Header:
-    """Decode an envelope; raise :class:`CorruptionError` on bad bytes."""
+    """Decode an envelope; raise :class:`CorruptionError` on bad bytes (msgspec
+    raises ``UnicodeDecodeError``, not ``DecodeError``, for a string that is not
+    UTF-8)."""
     try:
         return _header_decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise CorruptionError(f"header of seq {seq} does not decode: {exc}", seq=seq) from None
 
 
@@ -73,7 +75,7 @@ def decode_payload(data: bytes | memoryview, header: Header) -> Event:
             event = _event_decoder.decode(data)
         else:
             event = _upcast(data, header)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise CorruptionError(
             f"payload of seq {header.seq} does not decode: {exc}", seq=header.seq
         ) from None

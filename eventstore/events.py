@@ -11,11 +11,13 @@ upcaster (see :mod:`eventstore.codec`) when an old shape must be rewritten.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Final, TypeAlias
 
 import msgspec
 from msgspec import Meta
 
+from .timeutil import MAX_MICROS
 from .vocabulary import EntryKind, FindingStatus, Level, Role
 
 __all__ = [
@@ -54,11 +56,21 @@ __all__ = [
 # Ids are checked against ID_PATTERN when written (eventstore.codec), not on
 # every decode: a regex per id field doubled the cost of reading the log.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z"
+# Times lie in the supported range (eventstore.timeutil): a time beyond it
+# would be stored, and then every read that formats it would fail. Seqs and
+# byte counts fit a signed 64-bit integer.
+MAX_COUNT: Final = (1 << 63) - 1
 Id = Annotated[str, Meta(min_length=1, max_length=128)]
 Text = Annotated[str, Meta(min_length=1)]
 Label = Annotated[str, Meta(min_length=1, max_length=200)]
-Micros = Annotated[int, Meta(ge=0)]
+Micros = Annotated[int, Meta(ge=0, le=MAX_MICROS)]
+Seq = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
+Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
+# Finite and not negative: NaN fails ``ge``, infinity fails ``le``.
+Rate = Annotated[float, Meta(ge=0.0, le=sys.float_info.max)]
+# A retention period in days, within the supported range of times.
+Days = Annotated[int, Meta(ge=0, le=MAX_MICROS // 86_400_000_000)]
 
 
 # --- per-kind details of an entry -------------------------------------------
@@ -221,17 +233,17 @@ class DecayApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
     """Decay parameters in force from ``as_of`` on."""
 
     as_of: Micros
-    rates: dict[str, Annotated[float, Meta(ge=0.0)]]
+    rates: dict[str, Rate]
     floor: Unit = 0.1
-    access_boost: Annotated[float, Meta(ge=0.0)] = 0.1
-    importance_boost: Annotated[float, Meta(ge=0.0)] = 0.2
+    access_boost: Rate = 0.1
+    importance_boost: Rate = 0.2
 
 
 class RedactionNote(msgspec.Struct, frozen=True, gc=False):
     """What a later redaction keeps of an earlier one whose payload it erased:
     where it was recorded, the spans per pattern, why and by whom; no content."""
 
-    seq: Annotated[int, Meta(ge=1)]
+    seq: Seq
     spans: dict[str, int]
     reason: Text
     requested_by: Id
@@ -241,7 +253,7 @@ class EntryRedacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag
     """Spans were removed from an entry; the original payload was erased."""
 
     entry_id: Id
-    target_seq: Annotated[int, Meta(ge=1)]
+    target_seq: Seq
     spans: dict[str, int]
     reason: Text
     requested_by: Id
@@ -257,7 +269,7 @@ class DeletedRef(msgspec.Struct, frozen=True, gc=False):
 
     entry_id: Id
     kind: Label
-    recorded_seq: Annotated[int, Meta(ge=1)]
+    recorded_seq: Seq
     session_id: Id | None = None
 
 
@@ -275,7 +287,7 @@ class EntriesDeleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
 
     request_id: Id
     entry_ids: tuple[Id, ...]
-    erased_seqs: tuple[Annotated[int, Meta(ge=1)], ...]
+    erased_seqs: tuple[Seq, ...]
     counts_by_kind: dict[str, int] = {}
     refs: tuple[DeletedRef, ...] = ()
 
@@ -285,12 +297,12 @@ class PurgeCompleted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
 
     request_ids: tuple[Id, ...]
     files_rewritten: tuple[str, ...]
-    bytes_scanned: Annotated[int, Meta(ge=0)]
+    bytes_scanned: Count
     verified: bool
-    seconds: Annotated[float, Meta(ge=0.0)] = 0.0
+    seconds: Rate = 0.0
     # What the verification checked, what it found where (file: hits; never
     # content) and what was done about it.
-    checks: tuple[Label, ...] = ()
+    checks: tuple[str, ...] = ()
     findings: tuple[str, ...] = ()
     action: str | None = None
 
@@ -302,15 +314,15 @@ class SessionCompacted(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     policy: Label
     removed_entry_ids: tuple[Id, ...]
     summary_entry_id: Id | None
-    bytes_before: Annotated[int, Meta(ge=0)]
-    bytes_after: Annotated[int, Meta(ge=0)]
+    bytes_before: Count
+    bytes_after: Count
 
 
 class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="retention.applied"):
     """Per-kind retention ran as of a time, as deletion request ``request_id``."""
 
     as_of: Micros
-    policy: dict[str, Annotated[int, Meta(ge=0)]]
+    policy: dict[str, Days]
     request_id: Id | None = None
 
 

@@ -121,7 +121,9 @@ class EventLog:
     # -- reads ------------------------------------------------------------
 
     def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[RecordedEvent]:
-        """Stream records by seq (inclusive bounds)."""
+        """Stream records by seq (inclusive bounds). Each payload is checked
+        against its commitment; a payload that fails, or that is missing without
+        a tombstone, raises :class:`CorruptionError` naming the seq."""
         return self.backend.read(from_seq, to_seq)
 
     def read_stream(self, stream: str, from_version: int = 1) -> Iterator[RecordedEvent]:
@@ -135,9 +137,25 @@ class EventLog:
 
     def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
         """The events stored at ``seqs``, in the order given: one read
-        transaction for the batch, no commitment check (like :meth:`read`).
-        None where the payload was erased or the seq does not exist."""
+        transaction for the batch, each payload checked against its commitment
+        (like every read). None where the payload was erased or the seq does
+        not exist; :class:`CorruptionError` naming the seq where a payload does
+        not match or was lost without a tombstone."""
         return self.backend.events_at(seqs)
+
+    def chain_at(self, seq: int) -> bytes:
+        """The chain hash stored at ``seq`` (32 bytes; the genesis hash, all
+        zeros, at 0). Headers are never rewritten, so the hash at a seq never
+        changes while other processes append after it: a caller that verified
+        the chain up to ``seq`` can check cheaply that it still holds.
+
+        Raises:
+            EventNotFoundError: ``seq`` is beyond the head.
+            InvalidInputError: ``seq`` is not an int >= 0.
+        """
+        if type(seq) is not int or seq < 0:
+            raise InvalidInputError(f"a seq is an int >= 0, not {seq!r}")
+        return self.backend.chain_at(seq)
 
     def stream_version(self, stream: str) -> int:
         """The stream's last version (0 if it does not exist)."""

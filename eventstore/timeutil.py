@@ -3,6 +3,11 @@
 Inputs are ISO 8601 strings *with* a zone (``2026-01-11T10:00:00Z``), aware
 datetimes, or integers (already microseconds). Naive times are refused: an
 audit trail cannot guess a zone.
+
+The supported range is the Unix epoch (0) to the last microsecond of year
+9999 UTC (:data:`MAX_MICROS`): what a datetime and an ISO 8601 time can name,
+so every stored time can be formatted back. Times outside it are refused
+here, at the boundary, and by the event catalogue's ``Micros`` type.
 """
 
 from __future__ import annotations
@@ -10,13 +15,23 @@ from __future__ import annotations
 import functools
 import time
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .errors import InvalidInputError
 
-__all__ = ["Point", "format_micros", "now_micros", "parse_point", "parse_time", "to_micros"]
+__all__ = [
+    "MAX_MICROS",
+    "Point",
+    "format_micros",
+    "now_micros",
+    "parse_point",
+    "parse_time",
+    "to_micros",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_MICROS: Final = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+_RANGE = "1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
 
 
 def now_micros() -> int:
@@ -63,24 +78,30 @@ def parse_point(value: datetime | str | int) -> Point:
 
 
 def to_micros(value: datetime | str | int) -> int:
-    """Normalise a time given as a datetime, an ISO string or microseconds."""
+    """Normalise a time given as a datetime, an ISO string or microseconds;
+    :class:`InvalidInputError` outside the supported range."""
     if isinstance(value, bool):
         raise InvalidInputError("a time cannot be a boolean")
     if isinstance(value, int):
-        if value < 0:
-            raise InvalidInputError(f"time {value} is before 1970")
-        return value
+        return _in_range(value)
     if isinstance(value, str):
         return parse_time(value)
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise InvalidInputError("a time must carry a zone (e.g. 2026-01-11T10:00:00Z)")
         delta = value - _EPOCH
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        if micros < 0:
-            raise InvalidInputError("times before 1970 are not supported")
-        return micros
+        return _in_range((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
     raise InvalidInputError(f"a time must be an ISO string, a datetime or an int, not {type(value).__name__}")
+
+
+def _in_range(micros: int) -> int:
+    if not 0 <= micros <= MAX_MICROS:
+        raise _out_of_range(f"{micros} (microseconds)")
+    return micros
+
+
+def _out_of_range(what: str) -> InvalidInputError:
+    return InvalidInputError(f"time {what} is outside the supported range ({_RANGE})")
 
 
 def format_micros(micros: int) -> str:

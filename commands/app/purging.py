@@ -141,19 +141,19 @@ def _held_by_live_entry(store: Store, needle: bytes) -> bool:
                and any(text in t for t in entry_texts(view.entry)) for view in entries)
 
 
-def _record_at_head(store: Store) -> tuple[int, object]:
+def _record_at_head(store: Store) -> tuple[int, bytes]:
     head = store.log.head().seq
-    return head, (store.log.get(head).header if head else None)
+    return head, (store.log.chain_at(head) if head else b"")
 
 
-def _structure(store: Store, intent: PurgeIntent, before: tuple[int, object]) -> list[tuple[str, bool]]:
+def _structure(store: Store, intent: PurgeIntent, before: tuple[int, bytes]) -> list[tuple[str, bool]]:
     """The checks that need no content: erased payloads, the chain, leftovers."""
-    seq, header = before
+    seq, link = before
     erased = all(store.log.get(s).event is None for s in intent.erased_seqs)
-    chain = seq == 0 or store.log.get(seq).header == header
+    chain = seq == 0 or store.log.chain_at(seq) == link
     left = leftovers(store.data_dir, store.proj.root.name)
     return [(f"{len(intent.erased_seqs)} erased payloads read back erased", erased),
-            (f"the record at seq {seq} is unchanged", chain),
+            (f"the chain to seq {seq} (the head before the purge) is unchanged", chain),
             ("nothing an interrupted purge leaves is left" + (f" ({', '.join(left)})" if left else ""),
              not left)]
 

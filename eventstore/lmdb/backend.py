@@ -8,21 +8,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..backend import PreparedAppend, PurgeReport
+from ..chain import GENESIS, HASH_SIZE
 from ..envelope import AppendResult, Head, RecordedEvent, VerifyResult
-from ..errors import InvalidInputError, StorageError
+from ..errors import EventNotFoundError, InvalidInputError, StorageError
 from ..events import Event
 from ..storage.compact import purge_env
 from ..storage.env import release_shared_env
-from .layout import EVENT_IDS, META, STREAMS, read_head_state, seq_of_key
+from .layout import EVENT_IDS, HEADERS, META, STREAMS, read_head_state, seq_key, seq_of_key
 from .logenv import (
     LogEnv,
     finish_erasures,
     migrate_payloads,
     needs_migration,
+    needs_upgrade,
     open_log_env,
+    upgrade_to_format_3,
 )
 from .purge import purge_log
-from .read import get_record, header_at, payloads_at, scan_range, scan_stream
+from .read import Snapshot, get_record, header_at, payloads_at, scan_range, scan_stream
 from .segments import DEFAULT_SPAN, SegmentReads
 from .verify import verify_log
 from .write import TxnWriter
@@ -49,14 +52,23 @@ class LmdbBackend:
         self.path = path
         self._clock = clock
         self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
-        if needs_migration(self.shared):
-            self._migrate(lock_timeout)
+        try:
+            if needs_migration(self.shared) or needs_upgrade(self.shared):
+                self._migrate(lock_timeout)
+        except BaseException:
+            self.close()
+            raise
 
     def _migrate(self, timeout: float) -> None:
-        """Move a format 1 log's payloads into segments, then compact the main
-        environment so that none of their bytes stay behind in it."""
+        """Bring an older log to the current format: a format 1 log's payloads
+        move into segments (then the main environment is compacted, so that none
+        of their bytes stay behind in it); a format 2 log gets ``erased`` and
+        the segments' append marks. Then the log's shape is checked."""
         with self.shared.lock.exclusive(timeout):
             moved = needs_migration(self.shared) and migrate_payloads(self.shared) > 0
+            if needs_upgrade(self.shared):
+                upgrade_to_format_3(self.shared)
+            self.shared.check_shape()
         if moved:
             purge_env(self.shared, timeout)
 
@@ -82,7 +94,7 @@ class LmdbBackend:
             writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments)
             results = [writer.apply(req) for req in batch]
             # Payloads are durable before the headers that name them commit.
-            overwritten = self.shared.segments.write(writer.payloads)
+            overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
             writer.finish(overwritten)
             erased = bool(writer.erased)
             return results
@@ -114,23 +126,35 @@ class LmdbBackend:
             start = chunk[-1].header.version + 1
 
     def _chunk(self, scan: Callable[..., list[RecordedEvent]], *args: Any) -> list[RecordedEvent]:
-        return self._read(lambda txn, segs: scan(txn, self.shared.dbs, segs, *args))
+        return self._read(lambda snap: scan(snap, *args))
 
-    def _read(self, fn: Callable[[Any, SegmentReads], T]) -> T:
-        """``fn(main txn, segment reads)`` in one read operation."""
+    def _read(self, fn: Callable[[Snapshot], T]) -> T:
+        """``fn(snapshot)`` in one read operation."""
         def run(txn: Any) -> T:
             with SegmentReads(self.shared.segments) as segs:
-                return fn(txn, segs)
+                return fn(Snapshot(txn, self.shared.dbs, segs, self.shared.env))
 
         return self.shared.read(run)
 
     def get(self, seq: int) -> RecordedEvent:
         """One record, its payload checked against its commitment."""
-        return self._read(lambda txn, segs: get_record(txn, self.shared.dbs, segs, seq))
+        return self._read(lambda snap: get_record(snap, seq))
 
     def events_at(self, seqs: Sequence[int]) -> list[Event | None]:
         """The events at ``seqs`` in order (None where erased or absent)."""
-        return self._read(lambda txn, segs: payloads_at(txn, self.shared.dbs, segs, seqs))
+        return self._read(lambda snap: payloads_at(snap, seqs))
+
+    def chain_at(self, seq: int) -> bytes:
+        """The chain hash stored at ``seq`` (the genesis hash at 0)."""
+        def run(txn: Any) -> bytes:
+            if seq == 0:
+                return GENESIS
+            raw = txn.get(seq_key(seq), db=self.shared.dbs[HEADERS]) if seq > 0 else None
+            if raw is None:
+                raise EventNotFoundError(f"no event at seq {seq}")
+            return bytes(raw[:HASH_SIZE])
+
+        return self.shared.read(run)
 
     def stream_version(self, stream: str) -> int:
         """The stream's last version (0 when it does not exist)."""
@@ -172,13 +196,13 @@ class LmdbBackend:
 
     def verify(self) -> VerifyResult:
         """Walk the whole chain in one read transaction."""
-        result = self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
+        result = self._read(verify_log)
         if result.ok:
             return result
         # An erase whose tombstone committed after this walk began may have
         # deleted a payload the walk then missed: a failure is confirmed by a
         # second walk, which sees that tombstone.
-        return self._read(lambda txn, segs: verify_log(txn, self.shared.dbs, segs))
+        return self._read(verify_log)
 
     def purge(self, timeout: float) -> PurgeReport:
         """Rewrite the payload segments that held erased payloads (compacting

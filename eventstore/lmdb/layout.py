@@ -8,6 +8,9 @@ Named databases:
 - ``streams``: stream -> last version (8 bytes)
 - ``stream_index``: stream | 0x00 | version(8) -> seq(8)
 - ``event_ids``: event id -> seq(8)
+- ``erased``: seq(8) -> empty, every seq whose payload a committed tombstone
+  erased (written with the tombstone; format 3), so that a read tells an erased
+  payload from a lost one without walking the log
 - ``meta``: ``head`` (seq, chain hash, time in one record), ``format``,
   ``span`` (seqs per payload segment), ``erasing`` (seqs whose tombstone is
   committed but whose payload deletion may not be) and ``dirty`` (segments
@@ -22,10 +25,12 @@ import struct
 from typing import Any
 
 from ..chain import GENESIS, HASH_SIZE
+from ..errors import CorruptionError
 
 __all__ = [
     "DB_NAMES",
     "DIRTY",
+    "ERASED",
     "ERASING",
     "EVENT_IDS",
     "FORMAT_VERSION",
@@ -40,6 +45,7 @@ __all__ = [
     "read_int_set",
     "seq_key",
     "seq_of_key",
+    "stored_format",
     "stream_key",
     "write_head_state",
     "write_int_set",
@@ -51,8 +57,11 @@ STREAMS = b"streams"
 STREAM_INDEX = b"stream_index"
 EVENT_IDS = b"event_ids"
 META = b"meta"
-DB_NAMES = (HEADERS, PAYLOADS, STREAMS, STREAM_INDEX, EVENT_IDS, META)
-FORMAT_VERSION = 2
+ERASED = b"erased"
+DB_NAMES = (HEADERS, PAYLOADS, STREAMS, STREAM_INDEX, EVENT_IDS, META, ERASED)
+# 1: payloads in the main environment; 2: payloads in segments; 3: the
+# ``erased`` database and the segments' append marks.
+FORMAT_VERSION = 3
 ERASING = b"erasing"
 DIRTY = b"dirty"
 SPAN = b"span"
@@ -62,8 +71,12 @@ seq_key = _U64.pack
 
 
 def seq_of_key(key: bytes | memoryview) -> int:
-    """Decode an 8-byte big-endian key."""
-    return int(_U64.unpack(key)[0])
+    """Decode an 8-byte big-endian key (or value); :class:`CorruptionError` when
+    the stored bytes are not 8 long."""
+    try:
+        return int(_U64.unpack(key)[0])
+    except struct.error:
+        raise CorruptionError(f"a stored integer is {len(key)} bytes long, not 8") from None
 
 
 def stream_key(stream: str, version: int) -> bytes:
@@ -96,6 +109,14 @@ def write_head_state(txn: Any, meta: Any, state: HeadState) -> None:
     txn.put(b"head", seq_key(state.seq) + state.hash + seq_key(state.time), db=meta)
     if state.seq <= 1 or txn.get(b"format", db=meta) is None:
         txn.put(b"format", seq_key(FORMAT_VERSION), db=meta)
+
+
+def stored_format(txn: Any, meta: Any) -> int:
+    """The format the log was written in (an empty log is current)."""
+    raw = txn.get(b"format", db=meta)
+    if raw is not None:
+        return seq_of_key(raw)
+    return FORMAT_VERSION if read_head_state(txn, meta).seq == 0 else 1
 
 
 def read_int_set(txn: Any, meta: Any, key: bytes) -> set[int]:

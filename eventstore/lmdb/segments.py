@@ -9,11 +9,14 @@ Order of durable writes, so that a crash at any point leaves a consistent log:
 
 - an append commits its payloads to their segments first, then the headers;
   a crash in between leaves payloads after the head, which the next append
-  overwrites and a purge removes;
+  overwrites and a purge removes. With its payloads it stores, in each
+  segment it writes, its *append mark* (key :data:`MARK`): the head it
+  started from. A mark beyond the main environment's head proves that the
+  main environment lost commits (:mod:`.headcheck`);
 - an erase commits the tombstone first, together with the erased seqs in the
-  main ``meta`` (``erasing``), then deletes the payloads and clears the mark;
-  readers treat marked seqs as erased, and the next erase or purge finishes
-  an interrupted one.
+  main ``erased`` database and ``meta`` (``erasing``), then deletes the
+  payloads and clears ``erasing``; readers treat erased seqs as erased, and
+  the next erase or purge finishes an interrupted one.
 
 Segments share the main environment's maintenance lock and generation: every
 process closes its segments whenever it reopens the main environment.
@@ -22,30 +25,43 @@ process closes its segments whenever it reopens the main environment.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lmdb
 
-from ..errors import CorruptionError
-from ..storage.files import ensure_private_dir, storage_error
+from ..errors import CorruptionError, StorageError
+from ..storage.files import ensure_private_dir
+from ..storage.shape import check_data_file, lmdb_error
 from .layout import seq_key, seq_of_key
 
-__all__ = ["DEFAULT_SPAN", "SegmentReads", "Segments"]
+__all__ = ["DEFAULT_SPAN", "MARK", "SegmentReads", "Segments"]
 
 DEFAULT_SPAN = 1 << 16
+# Key of a segment's append mark: the head the last append writing to the
+# segment started from. Eight zero bytes sort before every seq (seqs start at 1).
+MARK = seq_key(0)
 _INITIAL_MAP = 32 << 20
 _MAX_GROWTH_STEP = 8 << 30
+T = TypeVar("T")
 
 
 class Segments:
-    """The payload segments of one log directory, opened lazily, shared by threads."""
+    """The payload segments of one log directory, opened lazily, shared by threads.
+
+    A segment's data file is checked before it is mapped
+    (:func:`~eventstore.storage.shape.check_data_file`). It must exist when the
+    segment's directory does and the segment holds a seq at or below the head
+    the log had when it was opened (:attr:`required_upto`): a segment after it
+    may be the half-created leftover of an append that never committed.
+    """
 
     def __init__(self, root: Path, span: int, sync: bool) -> None:
         self.root = root
         self.span = span
         self.sync = sync
+        self.required_upto = -1  # segments 0..required_upto must exist
         self._envs: dict[int, Any] = {}
         self._lock = threading.Lock()
 
@@ -56,6 +72,10 @@ class Segments:
     def path(self, index: int) -> Path:
         """The directory of segment ``index``."""
         return self.root / f"seg-{index:06d}"
+
+    def data_file(self, index: int) -> Path:
+        """The data file of segment ``index`` (what errors name)."""
+        return self.path(index) / "data.mdb"
 
     def on_disk(self) -> list[int]:
         """Indexes of the segments that exist, in order."""
@@ -73,17 +93,41 @@ class Segments:
             env = self._envs.get(index)
             if env is not None:
                 return env
-            path = self.path(index)
-            if not create and not (path / "data.mdb").exists():
-                return None
-            ensure_private_dir(path)
+            data = self.data_file(index)
+            must = None
+            if index <= self.required_upto and data.parent.is_dir():
+                # (a segment whose seqs were all erased may never have been written:
+                # the log's open checks that every other one exists)
+                must = "the log's head lies in or after this segment"
             try:
-                env = lmdb.open(str(path), map_size=_INITIAL_MAP, max_dbs=0, mode=0o600,
-                                sync=self.sync, max_readers=256)
-            except lmdb.Error as exc:
-                raise storage_error(exc, f"cannot open payload segment {path.name}") from None
+                checked = check_data_file(data, must_exist=must)
+            except CorruptionError:
+                if must is not None:
+                    raise
+                checked = None  # an append may be creating it now: check again once opened
+            if checked is False and not create:
+                return None
+            env = self._open(data, recheck=checked is None)
             self._envs[index] = env
             return env
+
+    def _open(self, data: Path, recheck: bool) -> Any:
+        """Open a segment's environment. With ``recheck``, check the data file
+        again once LMDB's lock is held (a creator finishes its first pages
+        before another process's open returns), before any page is read."""
+        ensure_private_dir(data.parent)
+        try:
+            env = lmdb.open(str(data.parent), map_size=_INITIAL_MAP, max_dbs=0, mode=0o600,
+                            sync=self.sync, max_readers=256)
+        except lmdb.Error as exc:
+            raise lmdb_error(exc, "cannot open the payload segment", data) from None
+        if recheck:
+            try:
+                check_data_file(data, must_exist="it was found before it was opened")
+            except CorruptionError:
+                env.close()
+                raise
+        return env
 
     def close(self, index: int | None = None) -> None:
         """Close one segment's environment, or all of them."""
@@ -93,40 +137,101 @@ class Segments:
                 if env is not None:
                     env.close()
 
-    def write(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[int] = ()) -> set[int]:
+    def mark(self, index: int) -> int | None:
+        """The append mark of segment ``index`` (the head its last append
+        started from); None when the segment or its mark does not exist."""
+        raw = self._read(index, lambda txn: txn.get(MARK))
+        return None if raw is None else seq_of_key(raw)
+
+    def last_seq(self, index: int) -> int:
+        """The highest seq stored in segment ``index`` (0 when none)."""
+        def last(txn: Any) -> bytes | None:
+            cursor = txn.cursor()
+            return bytes(cursor.key()) if cursor.last() else None
+
+        raw = self._read(index, last)
+        return 0 if raw is None or raw == MARK else seq_of_key(raw)
+
+    def payload(self, seq: int) -> bytes | None:
+        """The stored value of ``seq`` (outside any read operation), or None."""
+        return self._read(self.index_of(seq), lambda txn: txn.get(seq_key(seq)))
+
+    def _read(self, index: int, fn: Callable[[Any], bytes | None]) -> bytes | None:
+        """``fn(txn)`` in a read transaction on segment ``index``, as bytes;
+        None when the segment does not exist."""
+        env = self.env(index)
+        if env is None:
+            return None
+        try:
+            try:
+                txn = env.begin()
+            except lmdb.MapResizedError:
+                env.set_mapsize(0)
+                txn = env.begin()
+            with txn:
+                raw = fn(txn)
+                return None if raw is None else bytes(raw)
+        except lmdb.Error as exc:
+            raise lmdb_error(exc, "cannot read the payload segment", self.data_file(index)) from None
+
+    def write(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[int] = (),
+              base: int | None = None) -> set[int]:
         """Put and delete payloads: one durable transaction per segment touched.
-        Return the segments where a put replaced a stored payload."""
+        ``base``, the head an append starts from, is stored as the mark of every
+        segment it puts payloads in. Return the segments where a put replaced a
+        stored payload."""
         groups: dict[int, tuple[list[tuple[bytes, bytes]], list[int]]] = {}
         for key, value in puts:
             groups.setdefault(self.index_of(seq_of_key(key)), ([], []))[0].append((key, value))
         for seq in deletes:
             groups.setdefault(self.index_of(seq), ([], []))[1].append(seq)
-        return {index for index in sorted(groups) if self._write_one(index, *groups[index])}
+        return {index for index in sorted(groups) if self._write_one(index, *groups[index], base)}
 
-    def _write_one(self, index: int, items: list[tuple[bytes, bytes]], gone: list[int]) -> bool:
+    def _write_one(self, index: int, items: list[tuple[bytes, bytes]], gone: list[int],
+                   base: int | None) -> bool:
         env = self.env(index, create=bool(items))
         if env is None:
             return False  # nothing was ever stored there, so nothing to delete
+        return self._in_write(index, env, lambda txn: self._apply(txn, index, items, gone, base))
+
+    def set_mark(self, index: int, base: int) -> None:
+        """Store ``base`` as the append mark of existing segment ``index``."""
+        env = self.env(index)
+        if env is not None:
+            self._in_write(index, env, lambda txn: txn.put(MARK, seq_key(base)))
+
+    def _in_write(self, index: int, env: Any, fn: Callable[[Any], T]) -> T:
+        """``fn(txn)`` in one durable write transaction; grow the map when full."""
         while True:
             try:
                 with env.begin(write=True) as txn:
-                    for seq in gone:
-                        txn.delete(seq_key(seq))
-                    cursor = txn.cursor()
-                    # Anything stored at or after the first new key was left by an
-                    # append that never committed, and is about to be replaced.
-                    replaces = bool(items) and cursor.set_range(min(items)[0])
-                    consumed, _ = cursor.putmulti(items, overwrite=True)
-                    if consumed != len(items):
-                        raise CorruptionError(f"payload segment {index} refused a write")
-                return replaces
+                    return fn(txn)
             except lmdb.MapFullError:
                 size = env.info()["map_size"]
                 env.set_mapsize(size + min(size, _MAX_GROWTH_STEP))
             except lmdb.MapResizedError:
                 env.set_mapsize(0)
             except lmdb.Error as exc:
-                raise storage_error(exc, f"write to payload segment {index} failed") from None
+                raise lmdb_error(exc, f"write to payload segment {index} failed",
+                                 self.data_file(index)) from None
+
+    @staticmethod
+    def _apply(txn: Any, index: int, items: list[tuple[bytes, bytes]], gone: list[int],
+               base: int | None) -> bool:
+        for seq in gone:
+            txn.delete(seq_key(seq))
+        if not items:
+            return False
+        if base is not None:
+            txn.put(MARK, seq_key(base))
+        cursor = txn.cursor()
+        # Anything stored at or after the first new key was left by an
+        # append that never committed, and is about to be replaced.
+        replaces = bool(cursor.set_range(min(items)[0]))
+        consumed, _ = cursor.putmulti(items, overwrite=True)
+        if consumed != len(items):
+            raise CorruptionError(f"payload segment {index} refused a write")
+        return replaces
 
     def drop_after(self, head: int) -> set[int]:
         """Delete payloads after ``head`` (appends that never committed); return
@@ -136,11 +241,17 @@ class Segments:
             if (index + 1) * self.span <= head:
                 continue
             env = self.env(index)
-            with env.begin(write=True) as txn:
-                cursor = txn.cursor()
-                if cursor.set_range(seq_key(head + 1)):
-                    while cursor.delete():
-                        touched.add(index)
+            if env is None:
+                continue  # a segment an append began to create: nothing in it
+            try:
+                with env.begin(write=True) as txn:
+                    cursor = txn.cursor()
+                    if cursor.set_range(seq_key(head + 1)):
+                        while cursor.delete():
+                            touched.add(index)
+            except lmdb.Error as exc:
+                raise lmdb_error(exc, "cannot drop payloads after the head",
+                                 self.data_file(index)) from None
         return touched
 
 
@@ -172,17 +283,26 @@ class SegmentReads:
         txn = None
         if env is not None:
             try:
-                txn = env.begin(buffers=True)
-            except lmdb.MapResizedError:
-                env.set_mapsize(0)
-                txn = env.begin(buffers=True)
+                try:
+                    txn = env.begin(buffers=True)
+                except lmdb.MapResizedError:
+                    env.set_mapsize(0)
+                    txn = env.begin(buffers=True)
+            except lmdb.Error as exc:
+                raise self.error(exc, index) from None
         self._txns[index] = txn
         return txn
 
     def get(self, seq: int) -> Any:
         """The stored value of ``seq`` (a buffer valid within the operation), or None."""
-        txn = self.txn(self.segments.index_of(seq))
-        return None if txn is None else txn.get(seq_key(seq))
+        index = self.segments.index_of(seq)
+        txn = self.txn(index)
+        if txn is None:
+            return None
+        try:
+            return txn.get(seq_key(seq))
+        except lmdb.Error as exc:
+            raise self.error(exc, index) from None
 
     def items(self, start: int, stop: int) -> Iterator[tuple[Any, Any]]:
         """Stored (key, value) pairs with ``start <= seq``, segment after segment,
@@ -192,6 +312,13 @@ class SegmentReads:
             txn = self.txn(index)
             if txn is None:
                 continue
-            cursor = txn.cursor()
-            if cursor.set_range(first):
-                yield from cursor.iternext()
+            try:
+                cursor = txn.cursor()
+                if cursor.set_range(first):
+                    yield from cursor.iternext()
+            except lmdb.Error as exc:
+                raise self.error(exc, index) from None
+
+    def error(self, exc: lmdb.Error, index: int) -> StorageError:
+        """An LMDB error met on segment ``index``, as a memlog error naming its file."""
+        return lmdb_error(exc, "cannot read the payload segment", self.segments.data_file(index))

@@ -18,6 +18,7 @@ from ..errors import (
 )
 from .layout import (
     DIRTY,
+    ERASED,
     ERASING,
     EVENT_IDS,
     HEADERS,
@@ -39,8 +40,9 @@ __all__ = ["TxnWriter"]
 
 def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, append: bool = False,
              duplicate: bool = False) -> None:
-    """putmulti with the return value checked (py-lmdb reports clashes, not raises)."""
-    consumed, added = cursor.putmulti(items, append=append, overwrite=not (append or duplicate))
+    """putmulti of new keys with the return value checked (py-lmdb reports clashes,
+    not raises): a key that exists already is never overwritten."""
+    consumed, added = cursor.putmulti(items, append=append, overwrite=False)
     if consumed != len(items) or added != len(items):
         if duplicate:
             raise DuplicateEventError(clash)
@@ -51,8 +53,10 @@ class TxnWriter:
     """Appends prepared requests within one LMDB write transaction.
 
     Payloads are collected for the segments (:attr:`payloads`), which the
-    caller writes before this transaction commits; erased seqs are marked in
-    ``meta`` for the deletion that follows the commit.
+    caller writes before this transaction commits, with :attr:`base` (the head
+    this transaction started from) as the segments' append mark; erased seqs
+    go to ``erased`` for good and to ``meta`` (``erasing``) for the deletion
+    that follows the commit.
     """
 
     def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int],
@@ -61,6 +65,7 @@ class TxnWriter:
         self.dbs = dbs
         self.segments = segments
         self.head: HeadState = read_head_state(txn, dbs[META])
+        self.base = self.head.seq
         self.now = max(clock(), self.head.time)
         self.headers = txn.cursor(db=dbs[HEADERS])
         self.payloads: list[tuple[bytes, bytes]] = []
@@ -80,7 +85,10 @@ class TxnWriter:
         self.payloads.extend(payloads)
         _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
                  "an event id of this append is already in the log", duplicate=True)
-        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index, "stream index clash")
+        # A clash means ``streams`` fell behind the index: taking over the entry would
+        # hide the event it points at from read_stream.
+        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index,
+                 f"the stream index of {req.stream} already holds versions after {version}")
         version += len(req.payloads)
         self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
         return AppendResult(
@@ -99,6 +107,8 @@ class TxnWriter:
         if self.erased:
             erasing = read_int_set(self.txn, meta, ERASING) | self.erased
             write_int_set(self.txn, meta, ERASING, erasing)
+            # A seq may be erased again (a later tombstone naming it too).
+            self.txn.cursor(db=self.dbs[ERASED]).putmulti([(seq_key(s), b"") for s in sorted(self.erased)])
         dirty = overwritten | {self.segments.index_of(s) for s in self.erased}
         if dirty:
             write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)

@@ -5,6 +5,28 @@ are shared through a registry with a reference count. Every operation runs
 under the shared maintenance lock and first compares the on-disk generation
 with the one it opened; a purge bumps the generation, so every process reopens
 the new file before touching it.
+
+The environment knows its own shape. Before ``lmdb.open`` the data file is
+checked against its meta pages (:mod:`eventstore.storage.shape`), so that a
+truncated file is a :class:`CorruptionError` naming it, never a SIGBUS. And a
+data file that is missing or empty is a new environment only while nothing says
+one was created there:
+
+- the ``generation`` file is written right after the first open of a new data
+  file, once that file and its directory entry are durable; so a directory
+  holding a ``generation`` file but no data file (or an empty one) lost it;
+- a process that opened the environment before and reopens it (a purge bumped
+  the generation) must find the file too;
+- subclasses add their own evidence (the log: its payload segments).
+
+``maint.lock`` and ``lock.mdb`` are no evidence: every opener creates them
+before LMDB writes the first pages, so a crash during the creation of a new
+environment, or a second process opening it at the same moment, leaves them
+next to a missing or empty data file. When the first check fails and nothing
+says the file must be whole, another process may be creating it right now:
+LMDB's own lock makes ``lmdb.open`` wait until the creator has written the
+first pages, and the file is checked again after the open, before any page is
+read.
 """
 
 from __future__ import annotations
@@ -17,21 +39,20 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from ..errors import MemlogError, RetiredError
+from ..errors import CorruptionError, MemlogError, RetiredError
 from .files import (
     MaintenanceLock,
     create_int_file,
     ensure_private_dir,
+    fsync_dir,
     read_int_file,
-    storage_error,
     write_int_file,
 )
+from .shape import check_data_file, lmdb_error
 
 __all__ = ["RETIRED", "SharedEnv", "open_shared_env", "release_shared_env"]
 
 RETIRED = -1
-
-
 
 T = TypeVar("T")
 
@@ -54,12 +75,44 @@ class SharedEnv:
         self.generation = -1
         self.env: Any = None
         self.dbs: dict[bytes, Any] = {}
-        self._open()
+        self.opened = False
+        try:
+            with self.lock.shared():  # no purge swaps files while they are checked
+                self._open()
+        except BaseException:
+            self.lock.close()
+            raise
 
     # -- lifecycle ---------------------------------------------------------
 
+    @property
+    def data_file(self) -> Path:
+        """The LMDB data file (what corruption errors name)."""
+        return self.path / "data.mdb"
+
     def _open(self) -> None:
+        must = self._must_exist()
+        try:
+            checked: bool | None = check_data_file(self.data_file, must_exist=must)
+        except CorruptionError:
+            if must is not None:
+                if read_int_file(self.path / "generation") == RETIRED:
+                    raise RetiredError(f"{self.path} was replaced by a rebuild; reopen the store") from None
+                raise
+            checked = None  # perhaps being created by another process: see the module doc
+        self._open_env()
+        if checked is not True:
+            try:
+                check_data_file(self.data_file, must_exist="it was just opened")
+            except CorruptionError:
+                self.close_env()
+                raise
+        if checked is False:  # created here: durable before the generation vouches for it
+            fsync_dir(self.path)
         create_int_file(self.path / "generation", 0)  # so every check finds a file
+        self.opened = True
+
+    def _open_env(self) -> None:
         self.generation = read_int_file(self.path / "generation")
         try:
             self.env = lmdb.open(
@@ -72,7 +125,16 @@ class SharedEnv:
             if self.env is not None:
                 self.env.close()
                 self.env = None
-            raise storage_error(exc, f"cannot open the LMDB environment in {self.path}") from None
+            raise lmdb_error(exc, f"cannot open the LMDB environment in {self.path}",
+                             self.data_file) from None
+
+    def _must_exist(self) -> str | None:
+        """Why the data file must already exist and be whole (None: it may be new)."""
+        if self.opened:
+            return "this process opened it before"
+        if not (self.path / "generation").exists():
+            return None
+        return "its directory holds a generation file, so it was created before"
 
     def close_env(self) -> None:
         """Close the environment (the registry entry stays)."""
@@ -116,10 +178,12 @@ class SharedEnv:
                     self._grow(env)
                 except lmdb.MapResizedError:
                     env.set_mapsize(0)
+                except CorruptionError as exc:
+                    raise self._located(exc) from None
                 except MemlogError:
                     raise
                 except lmdb.Error as exc:
-                    raise storage_error(exc, "write failed") from None
+                    raise lmdb_error(exc, "write failed", self.data_file) from None
 
     def read(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(txn)`` in one read transaction (values are buffers)."""
@@ -130,10 +194,20 @@ class SharedEnv:
                         return fn(txn)
                 except lmdb.MapResizedError:
                     env.set_mapsize(0)
+                except CorruptionError as exc:
+                    raise self._located(exc) from None
                 except MemlogError:
                     raise
                 except lmdb.Error as exc:
-                    raise storage_error(exc, "read failed") from None
+                    raise lmdb_error(exc, "read failed", self.data_file) from None
+
+    def _located(self, exc: CorruptionError) -> CorruptionError:
+        """``exc``, naming this environment's data file when it names neither
+        a seq nor a file under this directory (bad bytes met in a transaction
+        on this environment were read from its file)."""
+        if exc.seq is not None or str(self.path) in exc.message:
+            return exc
+        return CorruptionError(f"{self.data_file} is corrupt: {exc.message}")
 
     @staticmethod
     def _grow(env: Any) -> None:

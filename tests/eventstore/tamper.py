@@ -59,6 +59,19 @@ def put_value(log_dir: Path, db: bytes, seq: int, value: bytes | None) -> None:
             txn.put(seq_key(seq), value, db=handle)
 
 
+def put_mark(log_dir: Path, seq: int, base: int) -> None:
+    """Store ``base`` as the append mark of the segment holding ``seq``, as an
+    append starting from head ``base`` does with its payloads."""
+    from eventstore.lmdb.segments import MARK
+
+    env = lmdb.open(str(segment_dir(log_dir, seq)), max_dbs=0)
+    try:
+        with env.begin(write=True) as txn:
+            txn.put(MARK, seq_key(base))
+    finally:
+        env.close()
+
+
 def flip(value: bytes, index: int) -> bytes:
     """``value`` with every bit of byte ``index`` inverted."""
     return value[:index] + bytes([value[index] ^ 0xFF]) + value[index + 1 :]

@@ -13,7 +13,7 @@ from eventstore import EntriesDeleted, EntryRecorded, EventLog, InvalidInputErro
 from eventstore.lmdb.layout import DB_NAMES, ERASING, META, PAYLOADS, SPAN, seq_key
 
 from ..conftest import scan_dir
-from .tamper import get_value, put_value, raw_env, segment_dir
+from .tamper import get_value, put_mark, put_value, raw_env, segment_dir
 
 SPAN_3 = LogSettings(segment_span=3)
 
@@ -87,8 +87,9 @@ def test_payloads_of_an_append_that_never_committed_are_harmless(log_dir: Path) 
     marker = secrets.token_hex(16)
     with EventLog.open(log_dir, SPAN_3) as log:
         log.append("s:a", [note(1), note(2)], actor="t")
-    for seq in (3, 4):
+    for seq in (3, 4):  # an append from head 2 wrote its payloads and marks, then died
         put_value(log_dir, PAYLOADS, seq, bytes(32) + marker.encode())
+        put_mark(log_dir, seq, 2)
     with EventLog.open(log_dir) as log:
         assert log.verify().ok
         log.append("s:a", [note(3)], actor="t")
