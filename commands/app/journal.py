@@ -39,6 +39,7 @@ class PurgeIntent(msgspec.Struct, frozen=True):
     views: bool = False  # memory values or session metadata went: compact the views
     erased_seqs: tuple[int, ...] = ()
     deferred: bool = False  # purged by `memlog purge`, not by the next open
+    everything: bool = False  # the intent was damaged: rewrite every shard and the views
 
 
 _decode = msgspec.json.Decoder(PurgeIntent).decode
@@ -134,10 +135,10 @@ def _take(path: Path) -> Held | None:
     try:
         intent = _decode(os.pread(fd, 1 << 20, 0))
     except msgspec.DecodeError:
-        # A torn write cannot be: the file is renamed into place only once fsynced.
-        # Anything else is not ours to finish; leave it for the operator.
-        os.close(fd)
-        return None
+        # A torn write cannot be (the file is renamed into place only once
+        # fsynced): the file was damaged since. What it named is unknown, so the
+        # purge that finishes it rewrites everything a purge can rewrite.
+        intent = PurgeIntent(event_id=path.stem, everything=True)
     return Held(path, fd, intent)
 
 

@@ -63,7 +63,8 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
     intent = held.intent
     started = time.perf_counter()
     before = _record_at_head(store)
-    done = _one_pass(store, intent.entry_ids, intent.views)
+    everything = intent.everything
+    done = _one_pass(store, intent.entry_ids, intent.views or everything, every_shard=everything)
     scan_started = time.perf_counter()
     scope = purge_scope(done.files)
     scanned, leaks = _scan(store, needles, scope)
@@ -191,7 +192,7 @@ def finish_interrupted(store: Store, *, deferred: bool = False) -> list[Deletion
         else:
             report = DeletionReport(request_id=intent.request_ids[0] if intent.request_ids
                                     else intent.event_id, deleted=len(intent.entry_ids),
-                                    ids=intent.entry_ids, purged=False, seq=seq,
+                                    ids=intent.entry_ids, purged=False, seq=seq or 0,
                                     erased_seqs=intent.erased_seqs, pending=True)
             _log.info("finishing an interrupted purge", event_id=intent.event_id)
             reports.append(purge(store, report, held, set()))

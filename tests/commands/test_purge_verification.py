@@ -45,3 +45,28 @@ def test_a_clean_purge_records_its_checks(tmp_path: Path) -> None:
     assert report.verified and not report.findings and report.action is None
     assert report.checks[0] == "scan for 1 deleted texts"
     assert any("unchanged" in c for c in report.checks)
+
+
+def test_a_damaged_intent_is_finished_by_rewriting_everything(tmp_path: Path) -> None:
+    """An intent whose file was damaged still gets finished at the next open: every
+    shard and the views are rewritten, the deleted text is gone, the intent goes."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "s"
+    with MemoryLog.open(root) as mem:
+        sid = mem.start_session(user_id="u")
+        mid = mem.add_message(sid, role="user", content=TEXT)
+        mem.search("stray")
+    crash = subprocess.run(
+        [sys.executable, "-m", "commands", "--dir", str(root), "delete", "--id", mid, "--reason", "r",
+         "--requested-by", "dpo", "--yes"], env={**os.environ, "MEMLOG_CRASH_AT": "3"}, check=False)
+    assert crash.returncode != 0
+    (intent,) = (root / "purges").glob("*.json")
+    intent.write_bytes(b"\x00garbage" + intent.read_bytes()[8:])
+    with MemoryLog.open(root) as mem:
+        assert len(mem.recovered) == 1 and mem.recovered[0].verified
+        assert mem.show(mid).state == "deleted"
+    assert list((root / "purges").glob("*.json")) == []
+    assert not any(TEXT.encode() in p.read_bytes() for p in root.rglob("*") if p.is_file())
