@@ -18,7 +18,7 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
     """Finish pending erasures, drop payloads of appends that never committed,
     and rewrite every payload segment holding freed payload bytes."""
     started = time.perf_counter()
-    swap = Swap()
+    swap = Swap(shared)
     with shared.lock.exclusive(timeout):
         for directory in (shared.path, *shared.path.glob("seg-*")):
             sweep_scratch(directory)
@@ -39,6 +39,6 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
             crashpoint("log: clear the dirty segments")
             shared.write(lambda txn: write_int_set(txn, shared.dbs[META], DIRTY, set()))
         finally:
-            generation = swap.finish(shared)
+            generation = swap.finish()
     return swap.report(generation, started)
 

@@ -42,9 +42,18 @@ __all__ = ["Swap", "purge_env", "sweep_scratch"]
 
 
 class Swap:
-    """Rewrites of one purge: old descriptors to wipe once the generation moved."""
+    """Rewrites of one purge under ``shared``'s exclusive lock: old descriptors
+    to wipe once every process has left the old files.
 
-    def __init__(self) -> None:
+    The generation is bumped *before* the first file is swapped in: a process
+    that dies between a swap and the bump would otherwise leave the others
+    writing into the old, unlinked file (their appends lost). Bumped first, a
+    crash before the swap only makes the others reopen the same file.
+    """
+
+    def __init__(self, shared: SharedEnv) -> None:
+        self.shared = shared
+        self.bumped: int | None = None
         self.files: list[Path] = []
         self.old_fds: list[int] = []
         self.before = 0
@@ -59,6 +68,7 @@ class Swap:
             crashpoint("compact: copy")
             _compact_copy(env, dbs, scratch)
             close()
+            self._bump()
             old_fd = open_private(data, os.O_RDWR)
             try:
                 crashpoint("compact: swap in the copy")
@@ -77,13 +87,20 @@ class Swap:
             crashpoint("compact: remove the scratch directory")
             wipe_tree(scratch)
 
-    def finish(self, shared: SharedEnv) -> int:
-        """Once any file was swapped, bump the generation (every process must
-        leave the old files, even when a later step failed), then zero-fill and
-        close the old files; return the generation."""
-        if self.old_fds:
+    def _bump(self) -> None:
+        """Move the generation on (once), before the first swap."""
+        if self.bumped is None:
             crashpoint("compact: bump the generation")
-        generation = _next_generation(shared) if self.old_fds else shared.generation
+            self.bumped = self.shared.generation + 1
+            write_int_file(self.shared.path / "generation", self.bumped)
+
+    def finish(self) -> int:
+        """Reopen this process's environment at the new generation (when one
+        was bumped, even if a later step failed), then zero-fill and close the
+        old files; return the generation."""
+        if self.bumped is not None:
+            self.shared.reopen()
+        generation = self.shared.generation
         while self.old_fds:
             fd = self.old_fds.pop()
             try:
@@ -105,7 +122,7 @@ class Swap:
 def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
     """Rewrite ``shared``'s data file without stale bytes; see the module doc."""
     started = time.perf_counter()
-    swap = Swap()
+    swap = Swap(shared)
     with shared.lock.exclusive(timeout):
         sweep_scratch(shared.path)
         if shared.env is None:
@@ -113,7 +130,7 @@ def purge_env(shared: SharedEnv, timeout: float) -> PurgeReport:
         try:
             swap.rewrite(shared.env, list(shared.dbs.values()), shared.path, shared.close_env)
         finally:
-            generation = swap.finish(shared)
+            generation = swap.finish()
     return swap.report(generation, started)
 
 
@@ -127,14 +144,6 @@ def sweep_scratch(directory: Path) -> int:
     for leftover in directory.glob(".generation.*.tmp"):
         wiped += wipe_file(leftover)
     return wiped
-
-
-def _next_generation(shared: SharedEnv) -> int:
-    """Bump the generation file and reopen this process's environment."""
-    generation = shared.generation + 1
-    write_int_file(shared.path / "generation", generation)
-    shared.reopen()
-    return generation
 
 
 def _compact_copy(env: Any, dbs: Sequence[Any], scratch: Path) -> None:
