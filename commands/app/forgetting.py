@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryNotFoundError, now_micros
+from eventstore.timeutil import MAX_MICROS
 from projections import DeletionRecord
 
 from .privacy import run_deletion, run_redaction, run_retention
@@ -17,7 +18,7 @@ from .validate import check_choice, check_content, check_id, check_ids, check_ke
 
 __all__ = ["delete", "deletions", "forget", "purge", "redact", "retention"]
 
-_MAX_DAYS = 3_000_000  # more than 1970 to 9999
+_MAX_DAYS = MAX_MICROS // 86_400_000_000  # 1970 to the end of 9999, as retention.applied takes it
 
 
 def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | None = None,

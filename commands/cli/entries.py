@@ -8,6 +8,8 @@ from typing import Any
 import click
 from click.decorators import FC
 
+from eventstore import PurgeUnverifiedError
+
 from ..memory import MemoryLog
 from .base import LEVEL, ROLE, Context, pass_context, stdin_value
 
@@ -162,3 +164,6 @@ def forget(ctx: Context, user_id: str, key: str) -> None:
               "verified": report.verified},
              f"forgot {key}: request {report.request_id}, purged and "
              f"{'verified' if report.verified else 'NOT verified'} (seq {report.seq})")
+    if not report.verified:
+        raise PurgeUnverifiedError(f"the purge of {report.request_id} is not verified: "
+                                   f"{'; '.join(report.findings or report.checks)}")
