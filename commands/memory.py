@@ -42,7 +42,7 @@ from .app import (
     sessions,
 )
 from .app.settings import check_settings
-from .app.validate import check_data_dir, check_rates
+from .app.validate import check_data_dir
 
 __all__ = ["MemoryLog"]
 
@@ -301,7 +301,7 @@ class MemoryLog:
     def apply_decay(self, as_of: datetime | str | int | None = None,
                     rates: dict[str, float] | None = None, floor: float | None = None) -> int:
         """Emit ``decay.applied``: the given rates (and floor) change, the rest stay."""
-        return maintenance.apply_decay(self.store, as_of, check_rates(rates) if rates else rates, floor)
+        return maintenance.apply_decay(self.store, as_of, rates, floor)
 
     def decay_params(self) -> DecayParams:
         """The decay parameters in force."""

@@ -9,11 +9,11 @@ from typing import Any
 
 import msgspec
 
-from eventstore import ENTRY_KINDS, DecayApplied, InvalidInputError, VerifyResult, now_micros
+from eventstore import DecayApplied, InvalidInputError, VerifyResult, now_micros
 from projections import DecayParams
 
 from .store import Store
-from .validate import check_choice, check_unit, to_time
+from .validate import check_choice, check_rates, check_unit, to_time
 
 __all__ = ["PROJECTIONS", "apply_decay", "decay_params", "params_dict", "replay", "stats", "verify"]
 
@@ -34,13 +34,10 @@ def apply_decay(store: Store, as_of: datetime | str | int | None = None,
     every other rate, the floor and the boosts stay as they are in force now.
     """
     when = to_time(as_of, "as_of") or now_micros()
-    for kind, rate in (rates or {}).items():
-        check_choice(kind, "kind", ENTRY_KINDS)
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0:
-            raise InvalidInputError(f"decay rate for {kind} must be a number >= 0")
+    given = check_rates(rates)
     value = None if floor is None else check_unit(floor, "floor")
     current = decay_params(store)
-    event = DecayApplied(as_of=when, rates={**current.rates, **(rates or {})},
+    event = DecayApplied(as_of=when, rates={**current.rates, **given},
                          floor=current.floor if value is None else value,
                          access_boost=current.access_boost, importance_boost=current.importance_boost)
     store.writer.append("system", lambda: [event])

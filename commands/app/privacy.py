@@ -40,7 +40,7 @@ from projections import EntryView, StoredEntry
 
 from . import log as _log
 from .entries import new_id
-from .journal import Journal, PurgeIntent
+from .journal import Held, Journal, PurgeIntent
 from .purging import purge
 from .redaction import Redactor
 from .results import DeletionReport
@@ -82,7 +82,7 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
             AppendRequest("system", [asked], requested_by),
             AppendRequest("system", [tombstone], requested_by, event_ids=[intent.event_id], erases=seqs)])
     except BaseException:
-        held.done()  # nothing was appended: no purge to finish
+        _drop_unless_committed(store, held)
         raise
     _log.info("deletion recorded", request_id=request_id, entries=len(ids), erased=len(seqs))
     report = DeletionReport(request_id=request_id, deleted=len(ids), ids=ids, purged=False,
@@ -118,7 +118,7 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
         crashpoint("redact: append the redaction")
         result = store.log.erase(seqs, event, stream="system", actor=requested_by, event_id=intent.event_id)
     except BaseException:
-        held.done()
+        _drop_unless_committed(store, held)
         raise
     _log.info("entry redacted", entry_id=entry_id, spans=sum(counts.values()))
     report = DeletionReport(request_id=intent.event_id, deleted=0, ids=(entry_id,), purged=False,
@@ -128,6 +128,20 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
         held.release()
         return report
     return purge(store, report, held, needles)
+
+
+def _drop_unless_committed(store: Store, held: Held) -> None:
+    """After a failed erasing append: drop the intent when nothing was appended,
+    keep it (for the next open to finish) when the append did commit, or when
+    that cannot be told (an error after the commit, a log that cannot be read)."""
+    try:
+        committed = store.log.seq_of(held.intent.event_id) is not None
+    except Exception:
+        committed = True
+    if committed:
+        held.release()
+    else:
+        held.done()
 
 
 def _prior_notes(store: Store, view: EntryView) -> tuple[RedactionNote, ...]:

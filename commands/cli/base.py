@@ -67,7 +67,6 @@ class Context:
     def memory(self, *, create: bool = True, **overrides: Any) -> Iterator[MemoryLog]:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
-        self.check_dir(write=create)
         with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides), create=create) as mem:
             _announce(mem)
             yield mem
