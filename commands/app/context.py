@@ -1,13 +1,35 @@
 """The context builder: what an agent should know, within a token budget.
 
 Sections, in the order they are printed: project context, the user's memories
-and preferences, the latest handoff, relevant decisions and lessons (found by
-search), open tasks, the session summary (only when the history was cut), and
-recent messages. Over budget, sections go in seed 002's order, lessons first
-and the handoff last:
+and preferences, the latest handoff ("Last session"), relevant decisions and
+lessons (found by search), open tasks, the recovery snapshot of the previous
+session, the session summary (only when the history was cut), and recent
+messages.
 
-    lessons, decisions, oldest messages (one by one), summary, tasks,
-    preferences, memories, project, handoff
+Everything is drawn from what the session's user may see
+(:func:`~commands.app.scope.session_scope`): the user's own sessions that are
+not archived (the session itself always), the entries and memories carrying
+the user's id, and the project context shared by every session of the store.
+A session without a user sees itself and the shared project context.
+
+Carried over from the user's previous session (the newest earlier one of the
+same project, not archived): its latest handoff when this session has none
+yet, and while this session has no message, its last 3 messages.
+
+Project context: the newest ``project`` entry recorded without a session
+(shared by every session of the store, seed 002's ``_project.md``), and the
+newest ``project`` entry of the user's sessions of the same project. The
+project of a session is its ``project`` metadata (sessions without one form
+one project of their own).
+
+A preference key holds its latest value: older values stay in the log and in
+``show``/``audit history``, not in the block.
+
+Over budget, sections are trimmed, then dropped, in this order (seed 002's,
+lessons first and the handoff last; see :mod:`commands.app.fitting`)::
+
+    lessons, decisions, messages, recovery, summary, tasks, preferences,
+    memories, project, handoff
 
 Tokens are counted by a pluggable function; the default is characters / 4,
 rounded up (seed 002).
@@ -17,26 +39,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import islice
 
 from eventstore import InvalidInputError, SessionNotFoundError, now_micros
-from projections import EntryView, SearchQuery, ViewReader
+from projections import EntryView, SearchQuery, SessionView, ViewReader
 
-from .results import ContextBlock, ContextSection
+from .fitting import FittedBlock, Section, block, fit
+from .scope import project_of, session_scope, user_sessions
 from .search import find
 from .store import Store
 from .validate import check_id
 
-__all__ = ["DROP_ORDER", "build_context", "chars_over_four"]
+__all__ = ["DROP_ORDER", "RECOVERY_MESSAGES", "build_context", "chars_over_four"]
 
-DROP_ORDER = ("lessons", "decisions", "messages", "summary", "tasks", "preferences", "memories", "project",
-              "handoff")
+DROP_ORDER = ("lessons", "decisions", "messages", "recovery", "summary", "tasks", "preferences",
+              "memories", "project", "handoff")
+RECOVERY_MESSAGES = 3
 _TITLES = {
     "project": "Project:", "memories": "User memories:", "preferences": "Preferences:",
     "handoff": "Last session:", "decisions": "Relevant decisions:", "lessons": "Relevant lessons:",
-    "tasks": "Open tasks:", "summary": "Summary of earlier conversation:", "messages": "Recent messages:",
+    "tasks": "Open tasks:", "recovery": "Recovering previous session:",
+    "summary": "Summary of earlier conversation:", "messages": "Recent messages:",
 }
-_ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks", "summary",
-          "messages")
+_ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks", "recovery",
+          "summary", "messages")
+_SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2)}
 
 
 def chars_over_four(text: str) -> int:
@@ -46,130 +73,137 @@ def chars_over_four(text: str) -> int:
 
 def build_context(store: Store, session_id: str, query: str | None, budget: int,
                   count_tokens: Callable[[str], int] | None = None, as_of: int | None = None,
-                  now: int | None = None) -> ContextBlock:
+                  now: int | None = None) -> FittedBlock:
     """Assemble the block for ``session_id`` within ``budget`` tokens (as of a seq, if given)."""
     count = count_tokens or chars_over_four
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InvalidInputError(f"budget must be a positive number of tokens (got {budget!r})")
+    if query is not None and (not isinstance(query, str) or len(query) > 1000):
+        raise InvalidInputError("query must be a string of at most 1000 characters")
     sid = check_id(session_id, "session id")
     with store.read(as_of, search=True) as views:
         session = views.session(sid)
         if session is None:
-            raise SessionNotFoundError(f"session {sid} not found")
-        parts = _gather(store, views, sid, session.user_id, query or "", as_of,
-                        now_micros() if now is None else now)
-    return _fit(parts, budget, count)
+            when = "" if as_of is None else f" at seq {as_of}"
+            raise SessionNotFoundError(f"session {sid} not found{when}")
+        gather = _Gather(store, views, session, as_of, now_micros() if now is None else now)
+        sections = gather.sections(query or "")
+    live, dropped = fit(sections, budget, count, _ORDER, DROP_ORDER)
+    trimmed_messages = any(s.name == "messages" and s.removed for s in live) or "messages" in dropped
+    return block(live, dropped, budget, count, _ORDER, gather.cut or trimmed_messages)
 
 
-class _Parts:
-    """Gathered lines per section, plus the messages and the summary."""
+class _Gather:
+    """Collects each section's items for one session, inside one read."""
 
-    def __init__(self) -> None:
-        self.lines: dict[str, list[str]] = {}
-        self.messages: list[str] = []
-        self.summary: str | None = None
+    def __init__(self, store: Store, views: ViewReader, session: SessionView, as_of: int | None,
+                 now: int) -> None:
+        self.store, self.views, self.session = store, views, session
+        self.as_of, self.now = as_of, now
+        self.sid = session.session_id
+        self.scope = session_scope(views, session)
+        # Archived sessions stay out, but an archived session's own context still shows it.
+        self.exclude = tuple(a for a in views.archived_sessions() if a != self.sid)
+        self.previous = _previous_session(views, session)
         self.cut = False
 
+    def sections(self, query: str) -> list[Section]:
+        """Every section, items most valuable first."""
+        messages = self._messages()
+        out = [self._project(), *self._user_sections(), self._handoff(), *self._searched(query),
+               self._tasks(), messages]
+        if not messages.items and self.previous is not None:
+            out.append(self._recovery(self.previous))
+        if self.cut and (summary := self._own("summary", 1)):
+            out.append(Section("summary", _TITLES["summary"], [_text(summary[0])]))
+        return out
 
-def _gather(store: Store, views: ViewReader, sid: str, user_id: str | None, query: str,
-            as_of: int | None, now: int) -> _Parts:
-    parts = _Parts()
-    newest = list(views.session_entries(sid, newest_first=True))
-    by_kind: dict[str, list[EntryView]] = {}
-    for view in newest:
-        by_kind.setdefault(view.kind, []).append(view)
-    if project := by_kind.get("project"):
-        parts.lines["project"] = [_text(project[0])]
-    if user_id is not None:
-        parts.lines["memories"] = [f"- {m.key}: {m.content}" for m in views.memories(user_id)
-                                   ][: store.settings.max_user_memories]
-        prefs = _search(store, views, SearchQuery(kinds=("preference",), user_id=user_id, limit=20,
-                                                 sort="newest"), as_of, now)
-        parts.lines["preferences"] = [f"- {p}" for p in prefs]
-    if handoff := by_kind.get("handoff"):
-        parts.lines["handoff"] = [_text(handoff[0])]
-    for kind, section, limit in (("decision", "decisions", 3), ("lesson", "lessons", 2)):
-        if query:
-            found = _search(store, views, SearchQuery(text=query, kinds=(kind,), limit=limit), as_of, now)
-        else:
-            found = [_text(v) for v in by_kind.get(kind, [])[:limit]]
-        parts.lines[section] = [f"- {t}" for t in found]
-    tasks = [v for v in by_kind.get("task", []) if not getattr(v.entry and v.entry.details, "done", False)]
-    parts.lines["tasks"] = [f"- [ ] {_text(v)}" for v in reversed(tasks)]
-    messages = list(reversed(by_kind.get("message", [])))
-    keep = messages[-store.settings.max_context_messages:]
-    parts.cut = len(keep) < len(messages)
-    parts.messages = [f"[{(v.entry.role if v.entry else None) or 'message'}]: {_text(v)}" for v in keep]
-    if summary := by_kind.get("summary"):
-        parts.summary = _text(summary[0])
-    return parts
+    def _find(self, kinds: tuple[str, ...], text: str = "", limit: int = 10,
+              sort: str = "newest") -> list[EntryView]:
+        """Entries of ``kinds`` in the session's scope, as the search ranks them."""
+        query = SearchQuery(text=text, kinds=kinds, limit=limit, sort=sort,  # type: ignore[arg-type]
+                            scope=self.scope, include_archived=True, exclude_sessions=self.exclude)
+        ids = [r.id for r in find(self.store, query, self.as_of, self.now, reader=self.views)]
+        return [v for v in self.views.entries(ids) if v is not None and v.entry is not None]
+
+    def _own(self, kind: str, limit: int, session_id: str | None = None) -> list[EntryView]:
+        """The newest ``limit`` entries of ``kind`` in this (or another) session."""
+        found = self.views.session_entries(session_id or self.sid, (kind,), newest_first=True)
+        return list(islice(found, limit))
+
+    def _project(self) -> Section:
+        same = {s.session_id for s in user_sessions(self.views, self.session.user_id or "")
+                if project_of(s) == project_of(self.session)} | {self.sid}
+        found = self._find(("project",), limit=100)
+        mine = next((v for v in found if v.session_id in same), None)
+        shared = next((v for v in found if v.session_id is None and v.user_id is None), None)
+        items = list(dict.fromkeys(_text(v) for v in (mine, shared) if v is not None))
+        return Section("project", _TITLES["project"], items)
+
+    def _user_sections(self) -> list[Section]:
+        uid = self.session.user_id
+        if uid is None:
+            return []
+        memories = sorted(self.views.memories(uid), key=lambda m: -m.saved_seq)
+        limit = self.store.settings.max_user_memories
+        items = [f"- {m.key}: {_flat(m.content or '')}" for m in memories[:limit]]
+        latest: dict[str, str] = {}
+        for view in self._find(("preference",), limit=1000):
+            details = view.entry.details if view.entry is not None else None
+            key = getattr(details, "key", None)
+            if view.user_id == uid and key is not None and key not in latest:
+                latest[key] = f"- {key}: {_flat(getattr(details, 'value', ''))}"
+        return [Section("memories", _TITLES["memories"], items),
+                Section("preferences", _TITLES["preferences"], list(latest.values()))]
+
+    def _handoff(self) -> Section:
+        found = self._own("handoff", 1)
+        if not found and self.previous is not None:
+            found = self._own("handoff", 1, self.previous.session_id)
+        return Section("handoff", _TITLES["handoff"], [_text(v) for v in found])
+
+    def _searched(self, query: str) -> list[Section]:
+        out = []
+        for name, (kind, limit) in _SEARCHED.items():
+            found = self._find((kind,), query, limit, "relevance" if query else "newest")
+            out.append(Section(name, _TITLES[name], [f"- {_text(v)}" for v in found]))
+        return out
+
+    def _tasks(self) -> Section:
+        found = self._find(("task",), limit=200)
+        open_tasks = [v for v in found if not getattr(v.entry and v.entry.details, "done", False)]
+        return Section("tasks", _TITLES["tasks"], [f"- [ ] {_text(v)}" for v in open_tasks],
+                       chronological=True)
+
+    def _messages(self) -> Section:
+        keep = self.store.settings.max_context_messages
+        found = self._own("message", keep + 1)
+        self.cut = len(found) > keep
+        return Section("messages", _TITLES["messages"], [_message(v) for v in found[:keep]],
+                       chronological=True)
+
+    def _recovery(self, previous: SessionView) -> Section:
+        found = self._own("message", RECOVERY_MESSAGES, previous.session_id)
+        return Section("recovery", _TITLES["recovery"], [_message(v) for v in found], chronological=True)
 
 
-def _search(store: Store, views: ViewReader, query: SearchQuery, as_of: int | None,
-            now: int) -> list[str]:
-    return [r.content for r in find(store, query, as_of, now, reader=views)]
+def _previous_session(views: ViewReader, session: SessionView) -> SessionView | None:
+    """The user's newest session of the same project started before ``session``
+    (not archived), or None."""
+    if session.user_id is None:
+        return None
+    earlier = [s for s in user_sessions(views, session.user_id)
+               if s.started_seq < session.started_seq and project_of(s) == project_of(session)]
+    return max(earlier, key=lambda s: s.started_seq, default=None)
+
+
+def _message(view: EntryView) -> str:
+    return f"[{(view.entry.role if view.entry else None) or 'message'}]: {_text(view)}"
 
 
 def _text(view: EntryView) -> str:
-    return " ".join(view.entry.content.split()) if view.entry is not None else ""
+    return _flat(view.entry.content) if view.entry is not None else ""
 
 
-def _render(parts: _Parts, dropped: set[str]) -> list[ContextSection]:
-    sections = []
-    for name in _ORDER:
-        if name in dropped:
-            continue
-        if name == "messages":
-            lines = parts.messages
-        elif name == "summary":
-            lines = [parts.summary] if parts.cut and parts.summary else []
-        else:
-            lines = parts.lines.get(name, [])
-        if lines:
-            sections.append(ContextSection(name, 0, "\n".join([_TITLES[name], *lines])))
-    return sections
-
-
-def _fit(parts: _Parts, budget: int, count: Callable[[str], int]) -> ContextBlock:
-    dropped: list[str] = []
-    while True:
-        sections = _render(parts, set(dropped))
-        text = _join(sections)
-        if count(text) <= budget:
-            break
-        victim = next((n for n in DROP_ORDER if n not in dropped and _present(n, sections)), None)
-        if victim == "messages" and len(parts.messages) > 1:
-            parts.messages = parts.messages[1:]
-            parts.cut = True
-            continue
-        if victim is None:
-            text = _shorten(text, budget, count)
-            break
-        dropped.append(victim)
-    final = tuple(ContextSection(s.name, count(s.text), s.text) for s in _render(parts, set(dropped)))
-    if not sections:
-        final = ()
-    return ContextBlock(text=text, tokens=count(text), budget=budget, sections=final,
-                        dropped=tuple(dropped), truncated=parts.cut)
-
-
-def _present(name: str, sections: list[ContextSection]) -> bool:
-    return any(s.name == name for s in sections)
-
-
-def _join(sections: list[ContextSection]) -> str:
-    if not sections:
-        return ""
-    return "## MEMORY CONTEXT\n\n" + "\n\n".join(s.text for s in sections)
-
-
-def _shorten(text: str, budget: int, count: Callable[[str], int]) -> str:
-    """Cut the text until it fits (only when even the handoff alone is too long)."""
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if count(text[:mid] + "…") <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return text[:low] + "…" if low else ""
+def _flat(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,156 @@
+"""Fitting a context block into its token budget: trim inside sections first,
+then drop whole sections in seed 002's order.
+
+Each section holds items, most valuable first (the newest, or the most
+relevant). Over budget, sections are trimmed in the drop order: a section's
+least valuable items go first, then its last item is cut with an ellipsis,
+never shorter than :data:`MIN_CUT` characters. Only when every section at its
+smallest still does not fit is a whole section dropped (the first of the drop
+order), and the trimming starts again from the untrimmed sections. The last
+section left may be cut below :data:`MIN_CUT`, so a block is empty only when
+not even a title fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .results import ContextBlock, ContextSection
+
+__all__ = ["MIN_CUT", "FittedBlock", "FittedSection", "Section", "fit"]
+
+Count = Callable[[str], int]
+
+MIN_CUT = 80  # characters a cut item keeps at least (while another section could go instead)
+_HEADER = "## MEMORY CONTEXT\n\n"
+_ELLIPSIS = "…"
+
+
+class FittedSection(ContextSection, frozen=True):
+    """A section as printed: its tokens, how many items it shows, how many were
+    left out to fit, and whether an item was cut with an ellipsis."""
+
+    items: int = 0
+    removed: int = 0
+    cut: bool = False
+
+
+class FittedBlock(ContextBlock, frozen=True):
+    """A context block with what fitting did: ``trimmed`` names the sections
+    that lost items or had one cut (``dropped`` those left out whole)."""
+
+    trimmed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``context --json`` shape: tokens per section, what was trimmed or dropped."""
+        sections = [{"name": s.name, "tokens": s.tokens,
+                     **({"items": s.items, "removed": s.removed, "cut": s.cut}
+                        if isinstance(s, FittedSection) else {})} for s in self.sections]
+        return {"text": self.text, "tokens": self.tokens, "budget": self.budget, "sections": sections,
+                "dropped": list(self.dropped), "trimmed": list(self.trimmed),
+                "truncated": self.truncated}
+
+
+@dataclass
+class Section:
+    """One section being fitted: a title and its items, most valuable first;
+    ``chronological`` sections print their items oldest first."""
+
+    name: str
+    title: str
+    items: list[str]
+    chronological: bool = False
+    removed: int = 0
+    cut: bool = False
+
+    def text(self) -> str:
+        """The section as printed."""
+        lines = reversed(self.items) if self.chronological else self.items
+        return "\n".join([self.title, *lines])
+
+
+def render(sections: Sequence[Section], order: Sequence[str]) -> str:
+    """The block's text: the sections with items, in print order."""
+    shown = sorted((s for s in sections if s.items), key=lambda s: order.index(s.name))
+    return _HEADER + "\n\n".join(s.text() for s in shown) if shown else ""
+
+
+def fit(sections: list[Section], budget: int, count: Count, order: Sequence[str],
+        drop_order: Sequence[str]) -> tuple[list[Section], list[str]]:
+    """The sections trimmed to fit ``budget`` and the names dropped whole, in drop order."""
+    dropped: list[str] = []
+    while True:
+        live = [replace(s, items=list(s.items)) for s in sections if s.items and s.name not in dropped]
+        if _trim(live, budget, count, order, drop_order, floor=MIN_CUT):
+            return live, dropped
+        victim = next((n for n in drop_order if n not in dropped and any(s.name == n for s in live)), None)
+        if victim is None or len(live) <= 1:
+            _trim(live, budget, count, order, drop_order, floor=1)
+            return [s for s in live if s.items], dropped
+        dropped.append(victim)
+
+
+def _trim(live: list[Section], budget: int, count: Count, order: Sequence[str],
+          drop_order: Sequence[str], floor: int) -> bool:
+    """Trim ``live`` in place, section by section in the drop order, until it fits."""
+    def fits() -> bool:
+        return count(render(live, order)) <= budget
+
+    for name in drop_order:
+        if fits():
+            return True
+        for section in (s for s in live if s.name == name):
+            while len(section.items) > 1 and not fits():
+                section.items.pop()
+                section.removed += 1
+            if not fits():
+                _cut(section, fits, floor)
+    if fits():
+        return True
+    if floor <= 1:  # not even a title fits: nothing is shown
+        for section in live:
+            section.removed += len(section.items)
+            section.items.clear()
+    return False
+
+
+def _cut(section: Section, fits: Callable[[], bool], floor: int) -> None:
+    """Cut the section's one item to the longest prefix that fits (at least ``floor``
+    characters, or the whole item when it is shorter than that)."""
+    if not section.items:
+        return
+    item = section.items[0]
+    if len(item) <= floor:
+        if floor <= 1:
+            section.items.clear()
+            section.removed += 1
+        return
+    low, high = floor, len(item) - 1
+    best = floor
+    while low <= high:
+        mid = (low + high) // 2
+        section.items[0] = item[:mid].rstrip() + _ELLIPSIS
+        if fits():
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    section.items[0] = item[:best].rstrip() + _ELLIPSIS
+    section.cut = True
+    if floor <= 1 and not fits():
+        section.items.clear()
+        section.removed += 1
+
+
+def block(live: list[Section], dropped: list[str], budget: int, count: Count,
+          order: Sequence[str], truncated: bool) -> FittedBlock:
+    """The fitted block with its report."""
+    text = render(live, order)
+    shown = sorted((s for s in live if s.items), key=lambda s: order.index(s.name))
+    sections = tuple(FittedSection(s.name, count(s.text()), s.text(), len(s.items), s.removed, s.cut)
+                     for s in shown)
+    trimmed = tuple(s.name for s in sorted(live, key=lambda s: order.index(s.name))
+                    if s.removed or s.cut)
+    return FittedBlock(text=text, tokens=count(text), budget=budget, sections=sections,
+                       dropped=tuple(dropped), truncated=truncated, trimmed=trimmed)

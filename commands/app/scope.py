@@ -1,0 +1,71 @@
+"""Who is reading: the :class:`~projections.Scope` of a user, an agent or a session.
+
+A user sees their own sessions (not the archived ones unless asked), the
+entries and memories that carry their user id (preferences, memories), and
+the project context shared by every session of the store. An agent sees the
+entries it wrote, the sessions it took part in, and the shared project
+context. Both at once (``--user U --agent A``): what A may see of U, that is
+U's own entries and U's sessions that A took part in. Nothing of another user
+is ever in a user's scope.
+
+The sessions come from the views (as of the reader's seq), so a scope is
+computed inside the read transaction the search then uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from projections import Scope, SessionView, ViewReader
+
+from .validate import check_id
+
+__all__ = ["PROJECT_KEY", "project_of", "reader_scope", "session_scope", "user_sessions"]
+
+# The session metadata key that names the project a session belongs to.
+PROJECT_KEY = "project"
+
+
+def project_of(session: SessionView) -> str | None:
+    """The project a session belongs to (its ``project`` metadata), or None."""
+    return session.metadata.get(PROJECT_KEY)
+
+
+def user_sessions(views: ViewReader, user_id: str, include_archived: bool = False,
+                  agent_id: str | None = None) -> Iterator[SessionView]:
+    """The sessions of ``user_id`` (not archived unless asked; with ``agent_id``,
+    only those the agent took part in)."""
+    for session in views.sessions():
+        if session.user_id != user_id or (session.archived and not include_archived):
+            continue
+        if agent_id is None or agent_id in session.agent_ids:
+            yield session
+
+
+def reader_scope(views: ViewReader, user_id: object = None, agent_id: object = None,
+                 include_archived: bool = False) -> Scope | None:
+    """The scope of a user, an agent, or both (None when neither is given:
+    no visibility filter)."""
+    uid = None if user_id is None else check_id(user_id, "user id")
+    aid = None if agent_id is None else check_id(agent_id, "agent id")
+    if uid is None and aid is None:
+        return None
+    if uid is None:
+        assert aid is not None
+        sids = tuple(s.session_id for s in views.sessions()
+                     if aid in s.agent_ids and (include_archived or not s.archived))
+        return Scope(agent_id=aid, session_ids=sids)
+    sids = tuple(s.session_id for s in user_sessions(views, uid, include_archived, aid))
+    return Scope(user_id=uid, session_ids=sids)
+
+
+def session_scope(views: ViewReader, session: SessionView) -> Scope:
+    """What the context of ``session`` may draw on: its user's scope (the
+    session itself always included), or for a session without a user, the
+    session alone; plus the shared project context."""
+    if session.user_id is None:
+        return Scope(session_ids=(session.session_id,))
+    sids = [s.session_id for s in user_sessions(views, session.user_id)]
+    if session.session_id not in sids:
+        sids.append(session.session_id)
+    return Scope(user_id=session.user_id, session_ids=tuple(sids))
