@@ -19,8 +19,11 @@ __all__ = [
     "FINDING_STATUSES",
     "ID_PREFIXES",
     "LEVELS",
+    "MEMORY_DOC_KIND",
     "MEMORY_STATES",
     "ROLES",
+    "SEARCH_MODES",
+    "SEARCH_SOURCES",
     "SHOWN_STATES",
     "SORTS",
     "EntryKind",
@@ -29,6 +32,8 @@ __all__ = [
     "Level",
     "MemoryState",
     "Role",
+    "SearchMode",
+    "SearchSource",
     "Sort",
 ]
 
@@ -44,6 +49,10 @@ FindingStatus = Literal["open", "in_progress", "resolved", "wont_fix"]
 EntryState = Literal["live", "redacted", "compacted", "deleted", "absent"]
 MemoryState = Literal["live", "forgotten"]
 Sort = Literal["relevance", "newest", "oldest"]
+# What a search looks through, and how it matches (text: BM25; semantic:
+# embeddings; hybrid: both, fused).
+SearchSource = Literal["entries", "memories", "both"]
+SearchMode = Literal["text", "semantic", "hybrid"]
 
 ENTRY_KINDS: Final[tuple[str, ...]] = get_args(EntryKind)
 ROLES: Final[tuple[str, ...]] = get_args(Role)
@@ -52,6 +61,10 @@ FINDING_STATUSES: Final[tuple[str, ...]] = get_args(FindingStatus)
 ENTRY_STATES: Final[tuple[str, ...]] = get_args(EntryState)
 MEMORY_STATES: Final[tuple[str, ...]] = get_args(MemoryState)
 SORTS: Final[tuple[str, ...]] = get_args(Sort)
+SEARCH_SOURCES: Final[tuple[str, ...]] = get_args(SearchSource)
+SEARCH_MODES: Final[tuple[str, ...]] = get_args(SearchMode)
+# The kind of a user memory's document in the search index (no entry kind is named so).
+MEMORY_DOC_KIND: Final[str] = "memory"
 # The states in which an entry's text is shown (search, context, updates).
 SHOWN_STATES: Final[frozenset[str]] = frozenset(("live", "redacted"))
 

@@ -8,19 +8,21 @@ from typing import Any
 
 from eventstore import (
     ENTRY_KINDS,
+    SEARCH_MODES,
+    SEARCH_SOURCES,
     SORTS,
     EntriesAccessed,
     InvalidInputError,
     format_micros,
     now_micros,
 )
-from projections import Ranked, SearchQuery, ViewReader
+from projections import Ranked, Scope, SearchQuery, ViewReader
 
 from .results import SearchResult
 from .store import Store
 from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
 
-__all__ = ["find", "make_query", "make_snippet", "search"]
+__all__ = ["check_scope", "find", "make_query", "make_snippet", "search"]
 
 _SNIPPET = 160
 
@@ -29,8 +31,14 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
                agent_ids: Iterable[str] | None = None, user_id: object = None,
                tags: Iterable[str] | None = None, since: Any = None, until: Any = None,
                limit: object = 10, sort: object = "relevance", min_relevance: object = 0.0,
-               include_archived: bool = True) -> SearchQuery:
-    """Validate search arguments into a :class:`SearchQuery` (nothing is read or written)."""
+               include_archived: bool = True, scope: object = None, source: object = "entries",
+               mode: object = None) -> SearchQuery:
+    """Validate search arguments into a :class:`SearchQuery` (nothing is read or written).
+
+    ``scope``: a :class:`~projections.Scope` (who is reading) or None (no
+    visibility filter); ``source``: entries, memories or both; ``mode``: text,
+    semantic, hybrid or None (hybrid when an embedder is installed, else text).
+    """
     if not isinstance(text, str) or len(text) > 1000:
         raise InvalidInputError("query text must be a string of at most 1000 characters")
     kinds_t = tuple(check_choice(k, "type", ENTRY_KINDS) for k in (kinds or ()))
@@ -51,7 +59,21 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
         tags=check_labels(tags, "tags"), since=start, until=end, limit=limit,
         sort=sort,  # type: ignore[arg-type]
         min_relevance=floor, include_archived=bool(include_archived),
+        scope=check_scope(scope), source=check_choice(source, "source", SEARCH_SOURCES),  # type: ignore[arg-type]
+        mode=None if mode is None else check_choice(mode, "mode", SEARCH_MODES),  # type: ignore[arg-type]
     )
+
+
+def check_scope(scope: object) -> Scope | None:
+    """A valid :class:`Scope` (its ids checked) or None."""
+    if scope is None:
+        return None
+    if not isinstance(scope, Scope):
+        raise InvalidInputError("scope must be a Scope or None")
+    return Scope(
+        user_id=None if scope.user_id is None else check_id(scope.user_id, "scope user id"),
+        agent_id=None if scope.agent_id is None else check_id(scope.agent_id, "scope agent id"),
+        session_ids=check_ids(scope.session_ids, "scope session ids"), shared=bool(scope.shared))
 
 
 def search(store: Store, query: SearchQuery, record_access: bool | None = None) -> list[SearchResult]:

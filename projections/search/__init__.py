@@ -18,13 +18,23 @@ from .index import (
     entry_document,
     searchable_text,
 )
-from .query import SearchHit, SearchQuery, build_query, run_search, tokens
+from .query import (
+    Scope,
+    SearchHit,
+    SearchQuery,
+    build_query,
+    filter_clauses,
+    run_search,
+    scope_clause,
+    tokens,
+)
 from .rank import Ranked, Ranking, rank, score
 
 __all__ = [
     "OPEN_SEQ",
     "Ranked",
     "Ranking",
+    "Scope",
     "SearchHit",
     "SearchIndex",
     "SearchQuery",
@@ -33,8 +43,10 @@ __all__ = [
     "build_query",
     "build_schema",
     "entry_document",
+    "filter_clauses",
     "rank",
     "run_search",
+    "scope_clause",
     "score",
     "search_ops",
     "searchable_text",

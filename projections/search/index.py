@@ -4,6 +4,8 @@ Content is indexed, never stored: a hit is identified by the entry's recorded
 seq (a fast field), which the views map back to the entry. Filters cover kind,
 session, agent, user, tags, ``occurred_at`` and the seq interval in which the
 document was current, so a search as of seq ``k`` is a filter, not a replay.
+The ``absent`` field names which of session, agent and user a document has
+not (ids have no reserved value to stand for "none"), for the scope filter.
 
 The index is split into shards by entry id, so that removing a deleted entry's
 terms for good means rebuilding one small shard, not the whole index. Each
@@ -49,7 +51,7 @@ def build_schema() -> Any:
     """The schema of every shard."""
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("content", stored=False, tokenizer_name="default")
-    for name in ("kind", "session", "agent", "user", "tags"):
+    for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
     for name in ("rseq", "from_seq", "to_seq"):
@@ -68,10 +70,15 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
         "content": searchable_text(event), "kind": event.kind, "tags": event.tags,
         "occurred_at": event.occurred_at, "rseq": rseq, "from_seq": from_seq, "to_seq": to_seq,
     }
+    absent: list[str] = []
     for name, value in (("session", event.session_id), ("agent", event.agent_id),
                         ("user", event.user_id)):
         if value:
             fields[name] = value
+        else:
+            absent.append(name)
+    if absent:
+        fields["absent"] = absent  # which of session, agent, user the entry has not (scope filters)
     return _json(fields).decode()
 
 

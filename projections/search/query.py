@@ -9,19 +9,39 @@ from typing import Any
 import msgspec
 import tantivy
 
-from eventstore import InvalidQueryError, Sort
+from eventstore import InvalidQueryError, SearchMode, SearchSource, Sort
 
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
-__all__ = ["SearchHit", "SearchQuery", "build_query", "check_words", "run_search", "tokens"]
+__all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_words", "filter_clauses",
+           "run_search", "scope_clause", "tokens"]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
 
 
+class Scope(msgspec.Struct, frozen=True):
+    """Who is reading: a document is visible when any clause holds.
+
+    A scope with no clause at all (no user, no agent, no session, not
+    shared) matches nothing, never everything.
+    """
+
+    user_id: str | None = None         # docs whose entry carries this user id
+    agent_id: str | None = None        # docs whose entry carries this agent id
+    session_ids: tuple[str, ...] = ()  # docs in any of these sessions (the reader's sessions)
+    shared: bool = True                # plus shared project context: kind "project" docs with
+                                       # no user and no session
+
+
 class SearchQuery(msgspec.Struct, frozen=True):
-    """What to search for (seed 000's query API)."""
+    """What to search for (seed 000's query API).
+
+    ``scope`` None: no visibility filter (admin and library use). ``source``:
+    entries, user memories or both. ``mode`` None: hybrid when an embedder is
+    installed, else text.
+    """
 
     text: str = ""
     kinds: tuple[str, ...] = ()
@@ -36,6 +56,9 @@ class SearchQuery(msgspec.Struct, frozen=True):
     min_relevance: float = 0.0
     exclude_sessions: tuple[str, ...] = ()
     include_archived: bool = True  # False: leave out archived sessions (unless session_id names one)
+    scope: Scope | None = None
+    source: SearchSource = "entries"
+    mode: SearchMode | None = None
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -78,12 +101,19 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
     A current search (``as_of`` None) has no interval clause: the few ended
     documents are dropped after the search (see :func:`run_search`).
     """
-    clauses: list[tuple[Any, Any]] = []
     words = tokens(query.text) if words is None else words
-    if words:
-        clauses.append((_Must, _text(schema, words, known, expansions)))
-    else:
-        clauses.append((_Must, tantivy.Query.all_query()))
+    text = _text(schema, words, known, expansions) if words else tantivy.Query.all_query()
+    clauses = [(_Must, text), *filter_clauses(schema, query, as_of)]
+    if len(clauses) == 1:
+        return clauses[0][1]
+    return tantivy.Query.boolean_query(clauses)
+
+
+def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None) -> list[tuple[Any, Any]]:
+    """The clauses of every filter of ``query`` (everything but the text): kinds,
+    agents, tags, session, user, times, the as-of interval, the scope and the
+    excluded sessions. Semantic candidates are checked against the same ones."""
+    clauses: list[tuple[Any, Any]] = []
     for field, values in (("kind", query.kinds), ("agent", query.agent_ids), ("tags", query.tags)):
         if values:
             clauses.append((_Must, _any_of(schema, field, values)))
@@ -95,11 +125,31 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
             schema, "occurred_at", tantivy.FieldType.Integer, query.since, query.until)))
     if as_of is not None:
         clauses.append((_Must, _interval(schema, as_of)))
+    if query.scope is not None:
+        clauses.append((_Must, scope_clause(schema, query.scope)))
     clauses += [(_MustNot, tantivy.Query.term_query(schema, "session", s))
                 for s in query.exclude_sessions]
-    if len(clauses) == 1:
-        return clauses[0][1]
-    return tantivy.Query.boolean_query(clauses)
+    return clauses
+
+
+def scope_clause(schema: Any, scope: Scope) -> Any:
+    """The documents ``scope`` may see: any of its user's, its agent's, its
+    sessions', and (``shared``) the project context: kind ``project`` with no
+    user and no session. No clause at all matches nothing."""
+    options: list[tuple[Any, Any]] = []
+    for field, value in (("user", scope.user_id), ("agent", scope.agent_id)):
+        if value:
+            options.append((_Should, tantivy.Query.term_query(schema, field, value)))
+    if scope.session_ids:
+        options.append((_Should, tantivy.Query.term_set_query(schema, "session", list(scope.session_ids))))
+    if scope.shared:
+        options.append((_Should, tantivy.Query.boolean_query([
+            (_Must, tantivy.Query.term_query(schema, "kind", "project")),
+            (_Must, tantivy.Query.term_query(schema, "absent", "user")),
+            (_Must, tantivy.Query.term_query(schema, "absent", "session"))])))
+    if not options:
+        return tantivy.Query.empty_query()
+    return options[0][1] if len(options) == 1 else tantivy.Query.boolean_query(options)
 
 
 def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tuple[str, ...]) -> Any:
