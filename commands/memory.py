@@ -38,6 +38,7 @@ from .app import (
     maintenance,
     purging,
     records,
+    scope,
     search,
     sessions,
 )
@@ -220,9 +221,14 @@ class MemoryLog:
         """Remember ``content`` for a user under ``key`` (replacing an earlier one)."""
         return records.remember(self.store, user_id, key, content, session_id)
 
-    def memories(self, user_id: str) -> list[MemoryResult]:
-        """A user's live memories, by key."""
-        return records.memories(self.store, user_id, limit=self.settings.max_user_memories)
+    def memories(self, user_id: str, *, limit: int | None = None, offset: int = 0) -> list[MemoryResult]:
+        """A user's live memories, by key: all of them, or ``limit`` from ``offset``
+        (:meth:`memory_page` tells the total)."""
+        return records.memory_page(self.store, user_id, limit, offset).memories
+
+    def memory_page(self, user_id: str, *, limit: int | None = 50, offset: int = 0) -> records.MemoryPage:
+        """A page of a user's live memories, by key, with the total and the next offset."""
+        return records.memory_page(self.store, user_id, limit, offset)
 
     # -- reads --------------------------------------------------------------
 
@@ -234,10 +240,23 @@ class MemoryLog:
                agent_ids: Iterable[str] | None = None, user_id: str | None = None,
                tags: Iterable[str] | None = None, since: Any = None, until: Any = None,
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
-               include_archived: bool = False, record_access: bool | None = None) -> list[SearchResult]:
-        """Search entries (seed 000's query API); records the access unless switched off."""
-        query = search.make_query(text, kinds, session_id, agent_ids, user_id, tags, since, until, limit,
-                                  sort, min_relevance, include_archived)
+               include_archived: bool = False, record_access: bool | None = None,
+               agent_id: str | None = None, source: str = "entries",
+               mode: str | None = None) -> list[SearchResult]:
+        """Search entries and/or memories (seed 000's query API); records the access
+        unless switched off.
+
+        ``user_id`` and ``agent_id`` scope the search to what that user or agent
+        may see (:mod:`commands.app.scope`): a user's own entries and sessions,
+        their memories and preferences, and the shared project context; never
+        another user's. Archived sessions stay out unless ``include_archived``.
+        ``agent_ids`` keeps only entries written by those agents. ``source``:
+        ``entries``, ``memories`` or ``both``; ``mode``: ``text``, ``semantic``,
+        ``hybrid`` or None (hybrid when an embedder is installed, else text).
+        """
+        query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
+                                  sort, min_relevance, include_archived, source=source, mode=mode)
+        query = scope.scoped_query(self.store, query, user_id, agent_id)
         return search.search(self.store, query, record_access)
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,

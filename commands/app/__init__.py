@@ -6,6 +6,7 @@ Each use case is a function that takes the store first:
 - :mod:`.sessions`: start, read, list, archive, restore;
 - :mod:`.records`: entries of every kind, their updates, user memories, show;
 - :mod:`.search`: validated queries and results with snippets;
+- :mod:`.scope`: who is reading (a user, an agent, a session) as a search scope;
 - :mod:`.context`: the context block within a token budget;
 - :mod:`.audit`: as-of reads, history, the raw log;
 - :mod:`.forgetting`: delete, forget, redact, retention, purge (the pipeline
@@ -16,7 +17,7 @@ Each use case is a function that takes the store first:
 Nothing here imports the facade or the CLI.
 """
 
-from . import audit, forgetting, maintenance, purging, records, search, sessions
+from . import audit, forgetting, maintenance, purging, records, scope, search, sessions
 from .audit import HistoryItem, PointInTime
 from .context import DROP_ORDER, build_context, chars_over_four
 from .redaction import PATTERNS, Redactor
@@ -58,6 +59,7 @@ __all__ = [
     "purging",
     "records",
     "require_store",
+    "scope",
     "search",
     "sessions",
 ]

@@ -88,7 +88,8 @@ def fit(sections: list[Section], budget: int, count: Count, order: Sequence[str]
         victim = next((n for n in drop_order if n not in dropped and any(s.name == n for s in live)), None)
         if victim is None or len(live) <= 1:
             _trim(live, budget, count, order, drop_order, floor=1)
-            return [s for s in live if s.items], dropped
+            emptied = {s.name for s in live if not s.items}
+            return [s for s in live if s.items], dropped + [n for n in drop_order if n in emptied]
         dropped.append(victim)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from eventstore import (
     FINDING_STATUSES,
     ROLES,
@@ -31,8 +33,10 @@ from .store import Store
 from .validate import check_choice, check_content, check_id, check_key, check_unit
 
 __all__ = [
+    "MemoryPage",
     "change_entry",
     "memories",
+    "memory_page",
     "record",
     "record_decision",
     "record_finding",
@@ -154,13 +158,42 @@ def remember(store: Store, user_id: str, key: str, content: str, session_id: str
     return mid
 
 
+class MemoryPage(msgspec.Struct, frozen=True):
+    """One page of a user's memories: ``total`` live memories in all,
+    ``next_offset`` the offset of the next page (None on the last)."""
+
+    memories: list[MemoryResult]
+    total: int
+    offset: int
+    limit: int | None
+    next_offset: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``memories --json`` shape."""
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+
+
 def memories(store: Store, user_id: str, as_of: int | None = None,
              limit: int | None = None) -> list[MemoryResult]:
     """A user's live memories, by key (as of a seq, if given), at most ``limit``."""
+    return memory_page(store, user_id, limit, 0, as_of).memories
+
+
+def memory_page(store: Store, user_id: str, limit: object = None, offset: object = 0,
+                as_of: int | None = None) -> MemoryPage:
+    """A page of a user's live memories, by key (as of a seq, if given), with the
+    total: ``limit`` from 1 to 1000 (None: all), ``offset`` from 0."""
     uid = check_id(user_id, "user id")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or not 1 <= limit <= 1000):
+        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {limit!r})")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(f"offset must be an integer >= 0 (got {offset!r})")
     with store.read(as_of) as views:
-        found = [memory_result(m) for m in views.memories(uid)]
-    return found if limit is None else found[:limit]
+        found = views.memories(uid)
+    end = len(found) if limit is None else offset + limit
+    page = [memory_result(m) for m in found[offset:end]]
+    return MemoryPage(page, len(found), offset, limit, end if end < len(found) else None)
 
 
 def show(store: Store, item_id: str, as_of: int | None = None) -> EntryResult | MemoryResult:

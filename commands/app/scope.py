@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from projections import Scope, SessionView, ViewReader
+import msgspec
 
+from projections import Scope, SearchQuery, SessionView, ViewReader
+
+from .store import Store
 from .validate import check_id
 
-__all__ = ["PROJECT_KEY", "project_of", "reader_scope", "session_scope", "user_sessions"]
+__all__ = ["PROJECT_KEY", "project_of", "reader_scope", "scoped_query", "session_scope", "user_sessions"]
 
 # The session metadata key that names the project a session belongs to.
 PROJECT_KEY = "project"
@@ -69,3 +72,15 @@ def session_scope(views: ViewReader, session: SessionView) -> Scope:
     if session.session_id not in sids:
         sids.append(session.session_id)
     return Scope(user_id=session.user_id, session_ids=tuple(sids))
+
+
+def scoped_query(store: Store, query: SearchQuery, user_id: object = None, agent_id: object = None,
+                 as_of: int | None = None) -> SearchQuery:
+    """``query`` limited to what ``user_id`` and/or ``agent_id`` may see (as of a
+    seq, if given); unchanged when neither is given. Archived sessions stay
+    out unless the query includes them."""
+    if user_id is None and agent_id is None:
+        return query
+    with store.read(as_of) as views:
+        scope = reader_scope(views, user_id, agent_id, query.include_archived)
+    return msgspec.structs.replace(query, scope=scope)

@@ -26,6 +26,8 @@ from eventstore import (
     INTERNAL_EXIT_CODE,
     LEVELS,
     ROLES,
+    SEARCH_MODES,
+    SEARCH_SOURCES,
     SORTS,
     InvalidInputError,
     MemlogError,
@@ -39,13 +41,15 @@ from ..app.validate import check_data_dir
 from ..memory import MemoryLog
 from .oserrors import storage_cause, translate_os_error
 
-__all__ = ["KINDS", "LEVEL", "PATTERN", "ROLE", "SORT", "STDIN_LIMIT", "Context", "MemlogGroup",
-           "pass_context", "stdin_value"]
+__all__ = ["KINDS", "LEVEL", "MODE", "PATTERN", "ROLE", "SORT", "SOURCE", "STDIN_LIMIT", "Context",
+           "MemlogGroup", "pass_context", "stdin_value"]
 
 KINDS = click.Choice(ENTRY_KINDS)
 ROLE = click.Choice(ROLES)
 LEVEL = click.Choice(LEVELS)
 SORT = click.Choice(SORTS)
+SOURCE = click.Choice(SEARCH_SOURCES)
+MODE = click.Choice(SEARCH_MODES)
 PATTERN = click.Choice(tuple(PATTERNS))
 
 _json = msgspec.json.Encoder()

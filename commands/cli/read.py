@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from .base import KINDS, SORT, Context, pass_context
-from .render import block, entry_text, hits_text, memories_text, plain
+from .base import KINDS, MODE, SORT, SOURCE, Context, pass_context
+from .render import block, entry_text, hits_text, memory_page_text, plain
 
 __all__ = ["context", "memories", "search", "show", "stats"]
 
@@ -26,20 +26,29 @@ def show(ctx: Context, item_id: str) -> None:
 
 @click.command()
 @click.option("--user", "user_id", required=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True)
 @pass_context
-def memories(ctx: Context, user_id: str) -> None:
-    """List a user's memories."""
+def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
+    """List a user's memories, a page at a time, with the total."""
     with ctx.reading() as mem:
-        found = mem.memories(user_id)
-    ctx.emit(plain(found), lambda: memories_text(found))
+        page = mem.memory_page(user_id, limit=limit, offset=offset)
+    ctx.emit(page.to_dict(), lambda: memory_page_text(page))
 
 
 @click.command()
 @click.argument("query", default="")
 @click.option("--type", "kinds", multiple=True, type=KINDS)
 @click.option("--session", "session_id")
-@click.option("--agent", "agents", multiple=True)
-@click.option("--user", "user_id")
+@click.option("--user", "user_id", help="What this user may see: their sessions and entries, their "
+              "memories and preferences, and the shared project context.")
+@click.option("--agent", "agent_id", help="What this agent may see: its entries, the sessions it took "
+              "part in, and the shared project context.")
+@click.option("--by-agent", "agents", multiple=True, help="Only entries written by this agent.")
+@click.option("--source", type=SOURCE, default="entries", show_default=True,
+              help="Search entries, user memories, or both.")
+@click.option("--mode", type=MODE, default=None,
+              help="text (BM25), semantic or hybrid (default: hybrid with an embedder, else text).")
 @click.option("--tag", "tags", multiple=True)
 @click.option("--since")
 @click.option("--until")
@@ -48,14 +57,16 @@ def memories(ctx: Context, user_id: str) -> None:
 @click.option("--min-relevance", type=click.FloatRange(0, 1), default=0.0)
 @click.option("--archived", "include_archived", is_flag=True, help="Include archived sessions.")
 @pass_context
-def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None,
-           agents: tuple[str, ...], user_id: str | None, tags: tuple[str, ...], since: str | None,
-           until: str | None, limit: int, sort: str, min_relevance: float, include_archived: bool) -> None:
-    """Search entries: BM25 with fuzzy and prefix matching, ranked with decay."""
+def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None, user_id: str | None,
+           agent_id: str | None, agents: tuple[str, ...], source: str, mode: str | None,
+           tags: tuple[str, ...], since: str | None, until: str | None, limit: int, sort: str,
+           min_relevance: float, include_archived: bool) -> None:
+    """Search entries and memories, scoped to a user or an agent when given."""
     with ctx.reading() as mem:
         hits = mem.search(query, kinds=kinds, session_id=session_id, agent_ids=agents, user_id=user_id,
-                          tags=tags, since=since, until=until, limit=limit, sort=sort,
-                          min_relevance=min_relevance, include_archived=include_archived)
+                          agent_id=agent_id, source=source, mode=mode, tags=tags, since=since,
+                          until=until, limit=limit, sort=sort, min_relevance=min_relevance,
+                          include_archived=include_archived)
     ctx.emit(plain(hits), lambda: hits_text(hits))
 
 

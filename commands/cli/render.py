@@ -15,9 +15,11 @@ from typing import Any
 import msgspec
 
 from ..app import EntryResult, MemoryResult, SearchResult, SessionResult
+from ..app.records import MemoryPage
 from ..app.reports import escape_controls
 
-__all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "plain", "session_text"]
+__all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "memory_page_text", "plain",
+           "session_text"]
 
 
 def plain(value: Any) -> Any:
@@ -93,3 +95,14 @@ def hits_text(hits: list[SearchResult]) -> str:
 def memories_text(found: list[MemoryResult]) -> str:
     """A user's memories, one ``key: content`` a line."""
     return "\n".join(f"{field(m.key)}: {field(m.content)}" for m in found) or "no memories"
+
+
+def memory_page_text(page: MemoryPage) -> str:
+    """A page of memories and where it stands: ``showing 1-50 of 55`` and the next offset."""
+    if not page.memories:
+        return "no memories" if not page.total else f"no memories at offset {page.offset} (of {page.total})"
+    last = page.offset + len(page.memories)
+    lines = [memories_text(page.memories), f"showing {page.offset + 1}-{last} of {page.total}"]
+    if page.next_offset is not None:
+        lines[-1] += f"; next page: --offset {page.next_offset}"
+    return "\n".join(lines)

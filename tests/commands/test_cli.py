@@ -71,7 +71,7 @@ def test_search_shapes_filters_and_archive(run: Run, sid: str) -> None:
     assert [h["type"] for h in run("search", "postgres", "--type", "decision")[1]] == ["decision"]
     assert len(run("search", "postgre")[1]) == 2  # prefix
     assert len(run("search", "postgrse")[1]) == 2  # fuzzy
-    assert [h["type"] for h in run("search", "postgres", "--agent", "analyst")[1]] == ["message"]
+    assert [h["type"] for h in run("search", "postgres", "--by-agent", "analyst")[1]] == ["message"]
     assert [h["type"] for h in run("search", "postgres", "--tag", "db")[1]] == ["decision"]
     assert run("search", "postgres", "--since", "2100-01-01T00:00:00Z")[1] == []
     newest = run("search", "postgres", "--sort", "newest")[1]
@@ -85,9 +85,9 @@ def test_memories_remember_forget(run: Run) -> None:
     """remember, memories and forget work by key."""
     code, out, _ = run("remember", "--user", "alice", "favourite_db", "PostgreSQL")
     assert code == 0 and out["id"].startswith("mem-")
-    assert [m["content"] for m in run("memories", "--user", "alice")[1]] == ["PostgreSQL"]
+    assert [m["content"] for m in run("memories", "--user", "alice")[1]["memories"]] == ["PostgreSQL"]
     assert run("forget", "--user", "alice", "favourite_db")[0] == 0
-    assert run("memories", "--user", "alice")[1] == []
+    assert run("memories", "--user", "alice")[1]["memories"] == []
 
 
 def test_context_task_decay_stats_replay(run: Run, sid: str) -> None:
