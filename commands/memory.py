@@ -193,9 +193,11 @@ class MemoryLog:
         return records.record_kind(self.store, "task", session_id, content, tags=tags, agent_id=agent_id,
                                    occurred_at=occurred_at)
 
-    def set_project_context(self, session_id: str, *, content: str, occurred_at: Any = None) -> str:
-        """Record project context (stack, goals), injected into every context block."""
-        return records.record_kind(self.store, "project", session_id, content, occurred_at=occurred_at)
+    def set_project_context(self, session_id: str | None, *, content: str, occurred_at: Any = None) -> str:
+        """Record project context (stack, goals): in a session, seen by its user's
+        sessions of the same project; with ``session_id`` None, shared by every
+        session of the store (see :mod:`commands.app.context`)."""
+        return records.record_project(self.store, session_id, content, occurred_at)
 
     def set_preference(self, user_id: str, *, key: str, value: str, category: str | None = None,
                        confidence: float | None = None, session_id: str | None = None) -> str:

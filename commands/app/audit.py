@@ -43,6 +43,7 @@ from eventstore import (
 from . import records, sessions
 from .context import build_context
 from .results import ContextBlock, EntryResult, MemoryResult, SearchResult, SessionResult, absent_result
+from .scope import scoped_query
 from .search import find, make_query
 from .store import Store
 from .validate import check_id
@@ -50,7 +51,8 @@ from .validate import check_id
 __all__ = ["HistoryItem", "PointInTime", "filter_log", "history"]
 
 
-_QUERY_OPTIONS = frozenset(inspect.signature(make_query).parameters) - {"text", "include_archived"}
+_QUERY_OPTIONS = (frozenset(inspect.signature(make_query).parameters) - {"text", "include_archived", "scope"}
+                  | {"agent_id"})
 
 
 class PointInTime:
@@ -91,7 +93,9 @@ class PointInTime:
         unknown = set(filters) - _QUERY_OPTIONS
         if unknown:
             raise InvalidInputError(f"unknown search options: {', '.join(sorted(unknown))}")
-        return find(self.store, make_query(text, **filters), self.seq, self.time)
+        user_id, agent_id = filters.pop("user_id", None), filters.pop("agent_id", None)
+        query = scoped_query(self.store, make_query(text, **filters), user_id, agent_id, self.seq)
+        return find(self.store, query, self.seq, self.time)
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
                 count_tokens: Callable[[str], int] | None = None) -> ContextBlock:

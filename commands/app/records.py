@@ -32,7 +32,11 @@ from .results import EntryResult, MemoryResult, entry_result, memory_result
 from .store import Store
 from .validate import check_choice, check_content, check_id, check_key, check_unit
 
+# The stream of the project context shared by every session of the store.
+PROJECT_STREAM = "project"
+
 __all__ = [
+    "PROJECT_STREAM",
     "MemoryPage",
     "change_entry",
     "memories",
@@ -42,6 +46,7 @@ __all__ = [
     "record_finding",
     "record_kind",
     "record_message",
+    "record_project",
     "remember",
     "set_importance",
     "set_preference",
@@ -105,15 +110,36 @@ def record_kind(store: Store, kind: str, session_id: str, content: str, **fields
     return record(store, store.entries.build(kind, content, session_id=sid, **fields))
 
 
+def record_project(store: Store, session_id: str | None, content: str, occurred_at: Any = None) -> str:
+    """Record project context in a session, or (``session_id`` None) shared by
+    every session of the store, on the ``project`` stream."""
+    if session_id is not None:
+        return record_kind(store, "project", session_id, content, occurred_at=occurred_at)
+    return record(store, store.entries.build("project", content, occurred_at=occurred_at),
+                  stream=PROJECT_STREAM)
+
+
 def set_preference(store: Store, user_id: str, *, key: str, value: str, category: str | None = None,
                    confidence: float | None = None, session_id: str | None = None) -> str:
     """Record a user-scoped preference."""
     uid = check_id(user_id, "user id")
-    sid = None if session_id is None else store.writer.live_session(session_id)
+    sid = None if session_id is None else _own_session(store, store.writer.live_session(session_id), uid)
     details = store.entries.preference(key, value, category, confidence)
     return record(store, store.entries.build("preference", f"{details.key}: {details.value}",
                                              session_id=sid, user_id=uid, details=details),
                   stream=f"user:{uid}")
+
+
+def _own_session(store: Store, session_id: str, user_id: str) -> str:
+    """``session_id``, refused when it is another user's session (a user's
+    preference or memory never sits in another user's session, whose scope
+    would then show it)."""
+    sid = check_id(session_id, "session id")
+    with store.read() as views:
+        session = views.session(sid)
+    if session is not None and session.user_id is not None and session.user_id != user_id:
+        raise InvalidInputError(f"session {sid} belongs to another user than {user_id}")
+    return sid
 
 
 def change_entry(store: Store, entry_id: str, kinds: Iterable[str], changes: EntryChanges) -> None:
@@ -126,7 +152,8 @@ def change_entry(store: Store, entry_id: str, kinds: Iterable[str], changes: Ent
         raise EntryNotFoundError(f"entry {eid} not found")
     if view.kind not in allowed:
         raise InvalidInputError(f"entry {eid} is a {view.kind}, not a {' or '.join(allowed)}")
-    stream = f"session:{view.session_id}" if view.session_id else f"user:{view.user_id}"
+    stream = (f"session:{view.session_id}" if view.session_id else
+              f"user:{view.user_id}" if view.user_id else PROJECT_STREAM)
     store.writer.append(stream, lambda: [EntryUpdated(entry_id=eid, changes=changes)])
 
 
@@ -151,7 +178,7 @@ def remember(store: Store, user_id: str, key: str, content: str, session_id: str
         text = store.entries.redactor.redact(text, counts)
     mid = new_id("mem")
     event = MemorySaved(user_id=uid, key=k, content=text, memory_id=mid,
-                        session_id=None if session_id is None else check_id(session_id, "session id"),
+                        session_id=None if session_id is None else _own_session(store, session_id, uid),
                         redactions=counts)
     store.writer.append(f"user:{uid}", lambda: [event])
     _log.info("memory saved", user_id=uid, memory_id=mid)

@@ -16,7 +16,7 @@ from ..app import PointInTime, require_store
 from ..app.audit import filter_log
 from ..app.reports import FORMATS, deletion_rows, render_deletions
 from .base import KINDS, Context, pass_context
-from .render import entry_text, field, hits_text, memories_text, session_text
+from .render import block, entry_text, field, hits_text, memories_text, session_text
 
 __all__ = ["audit"]
 
@@ -86,14 +86,31 @@ def at_session(click_ctx: click.Context, session_id: str) -> None:
 @click.argument("query")
 @click.option("--type", "kinds", multiple=True, type=KINDS)
 @click.option("--session", "session_id")
+@click.option("--user", "user_id", help="What this user could see then.")
+@click.option("--agent", "agent_id", help="What this agent could see then.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10)
 @click.pass_context
 def at_search(click_ctx: click.Context, query: str, kinds: tuple[str, ...], session_id: str | None,
-              limit: int) -> None:
+              user_id: str | None, agent_id: str | None, limit: int) -> None:
     """Search as it would have answered then."""
     with _past(click_ctx) as (ctx, past):
-        hits = past.search(query, kinds=kinds, session_id=session_id, limit=limit)
+        hits = past.search(query, kinds=kinds, session_id=session_id, user_id=user_id, agent_id=agent_id,
+                           limit=limit)
     ctx.emit(msgspec.to_builtins(hits), lambda: f"as of seq {past.seq}:\n" + hits_text(hits))
+
+
+@audit_at.command("context")
+@click.argument("session_id")
+@click.option("--query")
+@click.option("--budget", type=click.IntRange(50, 1_000_000), default=None,
+              help="Token budget (default from settings: 2000).")
+@click.pass_context
+def at_context(click_ctx: click.Context, session_id: str, query: str | None, budget: int | None) -> None:
+    """The context block as it would have been built then."""
+    with _past(click_ctx) as (ctx, past):
+        found = past.context(session_id, query=query, budget_tokens=budget)
+    ctx.emit({"as_of_seq": past.seq, **found.to_dict()},
+             lambda: f"as of seq {past.seq}:\n" + (block(found.text) or "(nothing to say yet)"))
 
 
 @audit_at.command("memories")

@@ -98,16 +98,26 @@ def _simple(kind: str, method: str, helptext: str) -> None:
     @pass_context
     def command(ctx: Context, session_id: str, content: str, agent_id: str | None,
                 tags: tuple[str, ...], occurred_at: str | None) -> None:
-        kwargs: dict[str, Any] = {"content": content, "occurred_at": occurred_at}
-        if kind != "project":
-            kwargs.update(tags=tags, agent_id=agent_id)
+        kwargs: dict[str, Any] = {"content": content, "occurred_at": occurred_at, "tags": tags,
+                                  "agent_id": agent_id}
         ctx.write(lambda m: getattr(m, method)(session_id, **kwargs), "recorded")
 
 
 _simple("lesson", "record_lesson", "Record a lesson learned.")
 _simple("task", "add_task", "Add an open task.")
 _simple("handoff", "record_handoff", "Record a handoff for the next session.")
-_simple("project", "set_project_context", "Record project context (stack, goals).")
+
+
+@add.command("project")
+@click.argument("session_id", required=False)
+@_text("--content", "The text", required=True)
+@_at
+@pass_context
+def project(ctx: Context, session_id: str | None, content: str, occurred_at: str | None) -> None:
+    """Record project context (stack, goals): in a session (its user's sessions of the
+    same project see it), or without SESSION_ID shared by every session of the store."""
+    ctx.write(lambda m: m.set_project_context(session_id, content=content, occurred_at=occurred_at),
+              "recorded")
 
 
 @add.command("preference")
