@@ -126,12 +126,13 @@ def project(ctx: Context, session_id: str | None, content: str, occurred_at: str
 @_text("--value", "The preference", required=True)
 @click.option("--category")
 @click.option("--confidence", type=float)
+@click.option("--session", "session_id", help="The session it was stated in (one of the user's).")
 @pass_context
 def add_preference(ctx: Context, user_id: str, key: str, value: str, category: str | None,
-                   confidence: float | None) -> None:
-    """Record a user-scoped preference."""
+                   confidence: float | None, session_id: str | None) -> None:
+    """Record a user-scoped preference; a later value of the same key replaces it in context."""
     ctx.write(lambda m: m.set_preference(user_id, key=key, value=value, category=category,
-                                           confidence=confidence), "recorded")
+                                           confidence=confidence, session_id=session_id), "recorded")
 
 
 @click.group()
