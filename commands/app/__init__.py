@@ -20,6 +20,7 @@ Nothing here imports the facade or the CLI.
 from . import audit, forgetting, maintenance, purging, records, scope, search, sessions
 from .audit import HistoryItem, PointInTime
 from .context import DROP_ORDER, build_context, chars_over_four
+from .records import MemoryPage
 from .redaction import PATTERNS, Redactor
 from .results import (
     ContextBlock,
@@ -42,6 +43,7 @@ __all__ = [
     "DeletionReport",
     "EntryResult",
     "HistoryItem",
+    "MemoryPage",
     "MemoryResult",
     "PointInTime",
     "Redactor",
