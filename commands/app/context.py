@@ -37,8 +37,9 @@ rounded up (seed 002).
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 from eventstore import InvalidInputError, SessionNotFoundError, now_micros
@@ -64,6 +65,7 @@ _TITLES = {
 _ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks", "recovery",
           "summary", "messages")
 _SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2)}
+_MAX_TASKS = 50
 
 
 def chars_over_four(text: str) -> int:
@@ -101,10 +103,13 @@ class _Gather:
         self.store, self.views, self.session = store, views, session
         self.as_of, self.now = as_of, now
         self.sid = session.session_id
-        self.scope = session_scope(views, session)
+        mine = [] if session.user_id is None else list(user_sessions(views, session.user_id))
+        self.scope = session_scope(views, session, mine)
         # Archived sessions stay out, but an archived session's own context still shows it.
         self.exclude = tuple(a for a in views.archived_sessions() if a != self.sid)
-        self.previous = _previous_session(views, session)
+        self.previous = _previous_session(mine, session)
+        self.same_project = [s.session_id for s in mine if s.session_id != self.sid
+                             and project_of(s) == project_of(session)] + [self.sid]
         self.cut = False
 
     def sections(self, query: str) -> list[Section]:
@@ -126,16 +131,20 @@ class _Gather:
         ids = [r.id for r in find(self.store, query, self.as_of, self.now, reader=self.views)]
         return [v for v in self.views.entries(ids) if v is not None and v.entry is not None]
 
+    def _newest(self, kind: str, session_ids: Iterable[str]) -> Iterator[EntryView]:
+        """Entries of ``kind`` in ``session_ids``, newest first (read from the
+        views, session by session, merged by event time)."""
+        streams = [self.views.session_entries(sid, (kind,), newest_first=True) for sid in session_ids]
+        return heapq.merge(*streams, key=lambda v: (-v.occurred_at, v.entry_id))
+
     def _own(self, kind: str, limit: int, session_id: str | None = None) -> list[EntryView]:
         """The newest ``limit`` entries of ``kind`` in this (or another) session."""
         found = self.views.session_entries(session_id or self.sid, (kind,), newest_first=True)
         return list(islice(found, limit))
 
     def _project(self) -> Section:
-        same = {s.session_id for s in user_sessions(self.views, self.session.user_id or "")
-                if project_of(s) == project_of(self.session)} | {self.sid}
+        mine = next(self._newest("project", self.same_project), None)
         found = self._find(("project",), limit=100)
-        mine = next((v for v in found if v.session_id in same), None)
         shared = next((v for v in found if v.session_id is None and v.user_id is None), None)
         items = list(dict.fromkeys(_text(v) for v in (mine, shared) if v is not None))
         return Section("project", _TITLES["project"], items)
@@ -165,13 +174,17 @@ class _Gather:
     def _searched(self, query: str) -> list[Section]:
         out = []
         for name, (kind, limit) in _SEARCHED.items():
-            found = self._find((kind,), query, limit, "relevance" if query else "newest")
+            if query:
+                found = self._find((kind,), query, limit, "relevance")
+            else:
+                found = list(islice(self._newest(kind, self.scope.session_ids), limit))
             out.append(Section(name, _TITLES[name], [f"- {_text(v)}" for v in found]))
         return out
 
     def _tasks(self) -> Section:
-        found = self._find(("task",), limit=200)
-        open_tasks = [v for v in found if not getattr(v.entry and v.entry.details, "done", False)]
+        found = self._newest("task", self.scope.session_ids)
+        is_open = (v for v in found if not getattr(v.entry and v.entry.details, "done", False))
+        open_tasks = list(islice(is_open, _MAX_TASKS))
         return Section("tasks", _TITLES["tasks"], [f"- [ ] {_text(v)}" for v in open_tasks],
                        chronological=True)
 
@@ -187,12 +200,10 @@ class _Gather:
         return Section("recovery", _TITLES["recovery"], [_message(v) for v in found], chronological=True)
 
 
-def _previous_session(views: ViewReader, session: SessionView) -> SessionView | None:
-    """The user's newest session of the same project started before ``session``
-    (not archived), or None."""
-    if session.user_id is None:
-        return None
-    earlier = [s for s in user_sessions(views, session.user_id)
+def _previous_session(mine: list[SessionView], session: SessionView) -> SessionView | None:
+    """The newest of the user's sessions (``mine``, not archived) of the same
+    project started before ``session``, or None."""
+    earlier = [s for s in mine
                if s.started_seq < session.started_seq and project_of(s) == project_of(session)]
     return max(earlier, key=lambda s: s.started_seq, default=None)
 

@@ -14,7 +14,7 @@ computed inside the read transaction the search then uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -62,13 +62,16 @@ def reader_scope(views: ViewReader, user_id: object = None, agent_id: object = N
     return Scope(user_id=uid, session_ids=sids)
 
 
-def session_scope(views: ViewReader, session: SessionView) -> Scope:
+def session_scope(views: ViewReader, session: SessionView,
+                  mine: Iterable[SessionView] | None = None) -> Scope:
     """What the context of ``session`` may draw on: its user's scope (the
     session itself always included), or for a session without a user, the
-    session alone; plus the shared project context."""
+    session alone; plus the shared project context. ``mine``: the user's
+    sessions, when the caller has them already."""
     if session.user_id is None:
         return Scope(session_ids=(session.session_id,))
-    sids = [s.session_id for s in user_sessions(views, session.user_id)]
+    found = user_sessions(views, session.user_id) if mine is None else mine
+    sids = [s.session_id for s in found]
     if session.session_id not in sids:
         sids.append(session.session_id)
     return Scope(user_id=session.user_id, session_ids=tuple(sids))

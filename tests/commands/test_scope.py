@@ -139,3 +139,13 @@ def test_memories_pagination_bad_input(run: Run, store: Path) -> None:
             except InvalidInputError:
                 continue
             raise AssertionError(bad)
+
+
+def test_context_without_query_shows_the_newest(tmp_path: Path) -> None:
+    """Without a query, decisions are the 3 newest of the user's sessions, however many there are."""
+    with MemoryLog.open(tmp_path / "s") as mem:
+        first, second = mem.start_session(user_id="alice"), mem.start_session(user_id="alice")
+        for i in range(40):
+            mem.record_decision(first if i % 2 else second, decision=f"decision number {i}")
+        text = mem.context(second).text
+        assert [f"decision number {i}" in text for i in (39, 38, 37, 36)] == [True, True, True, False]
