@@ -11,7 +11,6 @@ from eventstore import (
     SEARCH_MODES,
     SEARCH_SOURCES,
     SORTS,
-    EntriesAccessed,
     InvalidInputError,
     format_micros,
     now_micros,
@@ -77,11 +76,12 @@ def check_scope(scope: object) -> Scope | None:
 
 
 def search(store: Store, query: SearchQuery, record_access: bool | None = None) -> list[SearchResult]:
-    """Search now; records the access (``entries.accessed``) unless switched off."""
+    """Search now; notes the access unless switched off. The access is appended
+    later, in a batch (``entries.accessed``, see :mod:`.access`): a search never
+    waits for a durable write."""
     results = find(store, query)
     if results and (store.settings.record_access if record_access is None else record_access):
-        ids = tuple(r.id for r in results)
-        store.writer.append("access", lambda: [EntriesAccessed(entry_ids=ids, at=now_micros())])
+        store.access.record(r.id for r in results)
     return results
 
 

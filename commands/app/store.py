@@ -17,6 +17,7 @@ from eventstore import EventLog, LogSettings, StoreNotFoundError
 from eventstore.storage import check_private_dir
 from projections import Projections, ViewReader
 
+from .access import AccessRecorder
 from .entries import EntryFactory
 from .redaction import Redactor
 from .settings import Settings
@@ -41,7 +42,8 @@ def require_store(data_dir: Path) -> None:
 class Store:
     """A memlog store composed of its parts: ``log``, ``proj`` (the
     projections), ``settings``, ``entries`` (the entry factory, with ingest
-    redaction) and ``writer``.
+    redaction), ``writer`` and ``access`` (searches' accesses, appended in
+    batches off the read path).
 
     With ``create=False`` a directory that holds no store is refused with
     :class:`~eventstore.StoreNotFoundError` and nothing is created (reads
@@ -67,6 +69,7 @@ class Store:
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
         self.entries = EntryFactory(settings.max_content_bytes, redactor)
         self.writer = Writer(self.log, self.proj, settings.default_actor)
+        self.access = AccessRecorder(self.log, settings.default_actor)  # searches' accesses, batched
 
     def __enter__(self) -> Self:
         return self
@@ -76,7 +79,13 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        """Close projections and log."""
+        """Flush the recorded accesses; close projections and log."""
+        try:
+            self.access.close()
+        finally:
+            self._close_parts()
+
+    def _close_parts(self) -> None:
         self.proj.close()
         self.log.close()
 

@@ -16,6 +16,7 @@ together with the shard's other changes.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import threading
 import time
@@ -36,6 +37,9 @@ __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_sche
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
+# A word as Tantivy's default tokenizer cuts it: a run of letters and digits
+# (the underscore splits words), at most 40 bytes long.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
 
@@ -54,7 +58,7 @@ def build_schema() -> Any:
     for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
-    for name in ("rseq", "from_seq", "to_seq"):
+    for name in ("rseq", "from_seq", "to_seq", "dl"):
         sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
     return sb.build()
 
@@ -66,8 +70,9 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
     Python; encoding the same fields as JSON (parsed in Rust) about 2 µs, which
     matters when a purge rebuilds a shard. Scores and fast fields are the same.
     """
+    content = searchable_text(event)
     fields: dict[str, object] = {
-        "content": searchable_text(event), "kind": event.kind, "tags": event.tags,
+        "content": content, "kind": event.kind, "tags": event.tags, "dl": word_count(content),
         "occurred_at": event.occurred_at, "rseq": rseq, "from_seq": from_seq, "to_seq": to_seq,
     }
     absent: list[str] = []
@@ -80,6 +85,11 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
     if absent:
         fields["absent"] = absent  # which of session, agent, user the entry has not (scope filters)
     return _json(fields).decode()
+
+
+def word_count(text: str) -> int:
+    """The words of ``text`` as the index tokenizes them (BM25's document length)."""
+    return sum(1 for t in _WORD.findall(text) if len(t.encode()) <= 40)
 
 
 def searchable_text(event: EntryRecorded) -> str:
@@ -100,6 +110,8 @@ class SearchShard:
         if not link.is_symlink():
             _point(link, _fresh_dir(link))
         self.target = ""
+        self.generation = 0  # bumped by every commit and reopen of this process
+        self._dl: tuple[tuple[int, int, int], float] | None = None
         self.index: Any = None
         self.writer: Any = None
         self.dirty = False
@@ -121,6 +133,7 @@ class SearchShard:
             raise StorageError(f"cannot open search shard {self.link.name} ({target}): {said}; "
                                "run `memlog replay` to rebuild it") from None
         self.target = target
+        self.generation += 1
         private_tree(self.link.parent / target)
 
     def open_writer(self, timeout: float = 30.0) -> Any:
@@ -144,8 +157,20 @@ class SearchShard:
         writer.wait_merging_threads()
         self.writer = None
         self.dirty = False
+        self.generation += 1
         private_tree(self.link.parent / self.target)  # Tantivy's files are 0666 less the umask
         self.index.reload()
+
+    def dl_sum(self, searcher: Any, compute: Callable[[Any], float]) -> float:
+        """``compute(searcher)`` (the sum of the documents' lengths), cached
+        while this shard's generation and ``searcher``'s counts stay the same."""
+        key = (self.generation, searcher.num_docs, searcher.num_segments)
+        cached = self._dl
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        value = compute(searcher)
+        self._dl = (key, value)
+        return value
 
     def rollback(self) -> None:
         """Drop uncommitted work."""

@@ -16,7 +16,7 @@ from .index import OPEN_SEQ, SearchIndex, check_limit
 __all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_words", "filter_clauses",
            "run_search", "scope_clause", "tokens"]
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # as Tantivy's default tokenizer cuts words
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
 
@@ -70,7 +70,7 @@ class SearchHit(msgspec.Struct, frozen=True):
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens, as Tantivy's default tokenizer makes them."""
-    return [t.lower() for t in _TOKEN.findall(text) if len(t) <= 40]
+    return [t.lower() for t in _TOKEN.findall(text) if len(t.encode()) <= 40]
 
 
 def check_words(text: str, words: list[str]) -> None:
@@ -192,25 +192,30 @@ def _interval(schema: Any, as_of: int) -> Any:
 
 
 def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
-               words: list[str] | None = None) -> list[SearchHit]:
-    """Top hits by BM25 across shards (enough candidates for re-ranking).
+               words: list[str] | None = None, *, depth: int | None = None,
+               searchers: list[tuple[int, Any]] | None = None, expand: bool = False) -> list[SearchHit]:
+    """Top hits by (per-shard) BM25 across shards: the candidates of ranking.
 
-    Shards are searched in parallel (Tantivy releases the GIL). A current
-    search drops ended documents (entries compacted out of their session) and
-    asks a shard again for more when that left it short.
+    ``depth``: how many (default: twice the limit, at least 20). ``expand``:
+    the last word also stands for the indexed words it begins (off by
+    default: measured, it costs recall). Shards are searched in parallel
+    (Tantivy releases the GIL). A current search drops ended documents
+    (entries compacted out of their session) and asks a shard again for more
+    when that left it short.
     """
     check_limit(query.limit)
     if not 0.0 <= query.min_relevance <= 1.0:
         raise InvalidQueryError("min_relevance must be between 0 and 1")
     words = tokens(query.text) if words is None else words
     check_words(query.text, words)
-    searchers = index.searchers()
+    searchers = index.searchers() if searchers is None else searchers
     known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
+    expansions = _prefix_expansions(searchers, words) if expand else ()
     try:
-        q = build_query(index.schema, query, as_of, known, _prefix_expansions(searchers, words), words)
+        q = build_query(index.schema, query, as_of, known, expansions, words)
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
-    want = min(10_000, max(query.limit * 2, 20))
+    want = min(10_000, depth or max(query.limit * 2, 20))
 
     def top(searcher: Any) -> list[SearchHit]:
         return _shard_top(searcher, q, want, current=as_of is None)
