@@ -46,6 +46,7 @@ class Stats(msgspec.Struct, frozen=True):
     avgdl: float
     idf: dict[str, float]          # word in the index -> idf
     fuzzy: dict[str, tuple[int, float]]  # word in no document -> (edit distance, weight)
+    near: dict[str, float] = {}  # document word -> the fuzzy weight it earns (filled as met)
 
 
 def collect_stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: Sequence[str],
@@ -62,7 +63,7 @@ def collect_stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: S
             idf[word] = math.log(1 + (docs - df + 0.5) / (df + 0.5))
         elif fuzzy and (distance := min(2, int(len(word) * 0.2))):
             far[word] = (distance, FUZZY_WEIGHT * math.log(1 + (docs + 0.5) / 1.5))
-    return Stats(docs, avgdl, idf, far)
+    return Stats(docs, avgdl, idf, far, {})
 
 
 def _dl_sum(searcher: Any) -> float:
@@ -82,10 +83,18 @@ def score_text(words: Sequence[str], stats: Stats) -> float:
         tf = counts.get(word, 0)
         if tf:
             total += idf * tf * (K1 + 1) / (tf + norm)
-    for word, (distance, weight) in stats.fuzzy.items():
-        if any(_near(word, token, distance) for token in counts):
-            total += weight
+    if stats.fuzzy:
+        total += sum(_fuzzy_weight(token, stats) for token in counts)
     return total
+
+
+def _fuzzy_weight(token: str, stats: Stats) -> float:
+    """What a document word earns for the fuzzy words it is near (memoised per search)."""
+    weight = stats.near.get(token)
+    if weight is None:
+        weight = sum(w for word, (d, w) in stats.fuzzy.items() if _near(word, token, d))
+        stats.near[token] = weight
+    return weight
 
 
 def _near(word: str, token: str, distance: int) -> bool:

@@ -16,7 +16,6 @@ together with the shard's other changes.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import threading
 import time
@@ -32,14 +31,13 @@ import tantivy
 from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
 from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
+from . import terms as _terms
+
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document"]
 
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
-# A word as Tantivy's default tokenizer cuts it: a run of letters and digits
-# (the underscore splits words), at most 40 bytes long.
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
 
@@ -54,7 +52,7 @@ def broken_index(exc: BaseException) -> bool:
 def build_schema() -> Any:
     """The schema of every shard."""
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("content", stored=False, tokenizer_name="default")
+    sb.add_text_field("content", stored=False, tokenizer_name=_terms.TOKENIZER)
     for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
@@ -89,7 +87,7 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
 
 def word_count(text: str) -> int:
     """The words of ``text`` as the index tokenizes them (BM25's document length)."""
-    return sum(1 for t in _WORD.findall(text) if len(t.encode()) <= 40)
+    return len(_terms.words(text))
 
 
 def searchable_text(event: EntryRecorded) -> str:

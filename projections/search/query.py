@@ -3,7 +3,6 @@ as-of intervals, and relevance scoring with decay (seed 000)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -11,12 +10,12 @@ import tantivy
 
 from eventstore import InvalidQueryError, SearchMode, SearchSource, Sort
 
+from . import terms as _terms
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
 __all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_words", "filter_clauses",
            "run_search", "scope_clause", "tokens"]
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # as Tantivy's default tokenizer cuts words
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
 
@@ -69,8 +68,8 @@ class SearchHit(msgspec.Struct, frozen=True):
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens, as Tantivy's default tokenizer makes them."""
-    return [t.lower() for t in _TOKEN.findall(text) if len(t.encode()) <= 40]
+    """Lower-cased words, as Tantivy's tokenizer cuts them (before stemming)."""
+    return _terms.words(text)
 
 
 def check_words(text: str, words: list[str]) -> None:
@@ -92,7 +91,8 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
                 words: list[str] | None = None) -> Any:
     """The Tantivy query for text, filters and, for ``as_of``, the interval.
 
-    A word in the index (``known``) matches exactly; the last word also
+    ``words`` are index terms (stemmed, :mod:`.terms`). A word in the index
+    (``known``) matches exactly; the last word also
     matches the indexed words it is a prefix of (``expansions``: the query is
     often still being typed). A word in no document matches fuzzily, with an
     edit distance of 20 % of its length (seed 002). The usual query is then a
@@ -101,7 +101,7 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
     A current search (``as_of`` None) has no interval clause: the few ended
     documents are dropped after the search (see :func:`run_search`).
     """
-    words = tokens(query.text) if words is None else words
+    words = _terms.terms(query.text) if words is None else words
     text = _text(schema, words, known, expansions) if words else tantivy.Query.all_query()
     clauses = [(_Must, text), *filter_clauses(schema, query, as_of)]
     if len(clauses) == 1:
@@ -209,10 +209,11 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     words = tokens(query.text) if words is None else words
     check_words(query.text, words)
     searchers = index.searchers() if searchers is None else searchers
-    known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
-    expansions = _prefix_expansions(searchers, words) if expand else ()
+    stems = _terms.stem_all(words)
+    known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))
+    expansions = _prefix_expansions(searchers, stems) if expand else ()
     try:
-        q = build_query(index.schema, query, as_of, known, expansions, words)
+        q = build_query(index.schema, query, as_of, known, expansions, stems)
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
     want = min(10_000, depth or max(query.limit * 2, 20))

@@ -32,6 +32,7 @@ from ..views import ViewReader
 from .bm25 import Stats, collect_stats, score_text
 from .index import SearchIndex, searchable_text
 from .query import SearchHit, SearchQuery, run_search, tokens
+from .terms import STOP_WORDS, stem_all, terms
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
 
@@ -48,6 +49,7 @@ class Tuning(msgspec.Struct):
     depth: int = 40          # candidates read and rescored: max(depth, 2 * limit)
     expand_prefix: bool = False  # the last word also stands for words it begins
     fuzzy: bool = True       # a word in no document matches near words
+    stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
 
 
 TUNING = Tuning()
@@ -82,12 +84,12 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     """The entries ``query`` finds (as of a seq, if given), ranked by relevance
     (or time) at ``now`` and cut to the limit; only shown (live or redacted)
     entries are returned."""
-    words = tokens(query.text)
+    words = _content_words(tokens(query.text))
     if not query.include_archived and query.session_id is None and (archived := views.archived_sessions()):
         query = msgspec.structs.replace(query, exclude_sessions=archived)
     searchers = index.searchers()
     depth = max(TUNING.depth, 2 * query.limit)
-    stats = collect_stats(index, searchers, words, TUNING.fuzzy) if words else None
+    stats = collect_stats(index, searchers, stem_all(words), TUNING.fuzzy) if words else None
     hits = run_search(index, query, as_of, words, depth=depth, searchers=searchers,
                       expand=TUNING.expand_prefix)
     candidates = _candidates(views, hits, stats, now)
@@ -103,6 +105,12 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
 
 
+def _content_words(words: list[str]) -> list[str]:
+    """``words`` without stop words (all of them when nothing else is left)."""
+    kept = [w for w in words if w not in TUNING.stop_words]
+    return kept or words
+
+
 def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
     """The shown entries of ``hits``, each with its exact text score (when
     ``stats``) and its blend; entries are read one chunk at a time."""
@@ -116,7 +124,7 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
-            text = 1.0 if stats is None else score_text(tokens(searchable_text(view.entry)), stats)
+            text = 1.0 if stats is None else score_text(terms(searchable_text(view.entry)), stats)
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
