@@ -46,7 +46,8 @@ class Tuning(msgspec.Struct):
     """The ranking's levers, each kept only as far as the recall benchmark
     (``tools/bench_recall.py``) shows it earns its place."""
 
-    depth: int = 40          # candidates read and rescored: max(depth, 2 * limit)
+    depth: int = 40          # candidates read and rescored: max(depth, depth_per_limit * limit)
+    depth_per_limit: float = 1.5
     expand_prefix: bool = False  # the last word also stands for words it begins
     fuzzy: bool = True       # a word in no document matches near words
     stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
@@ -88,7 +89,7 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     if not query.include_archived and query.session_id is None and (archived := views.archived_sessions()):
         query = msgspec.structs.replace(query, exclude_sessions=archived)
     searchers = index.searchers()
-    depth = max(TUNING.depth, 2 * query.limit)
+    depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
     stats = collect_stats(index, searchers, stem_all(words), TUNING.fuzzy) if words else None
     hits = run_search(index, query, as_of, words, depth=depth, searchers=searchers,
                       expand=TUNING.expand_prefix)

@@ -34,7 +34,10 @@ _stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
 
 def words(text: str) -> list[str]:
     """Lower-cased words of ``text`` of at most 40 bytes (Tantivy drops longer ones)."""
-    return [w.lower() for w in _WORD.findall(text) if len(w.encode()) <= 40]
+    found: list[str] = _WORD.findall(text.lower())
+    if all(len(w) <= 10 for w in found):  # 10 characters are at most 40 bytes
+        return found
+    return [w for w in found if len(w.encode()) <= 40]
 
 
 def terms(text: str) -> list[str]:
