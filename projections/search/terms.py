@@ -35,7 +35,7 @@ _stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
 def words(text: str) -> list[str]:
     """Lower-cased words of ``text`` of at most 40 bytes (Tantivy drops longer ones)."""
     found: list[str] = _WORD.findall(text.lower())
-    if all(len(w) <= 10 for w in found):  # 10 characters are at most 40 bytes
+    if max(map(len, found), default=0) <= 10:  # 10 characters are at most 40 bytes
         return found
     return [w for w in found if len(w.encode()) <= 40]
 
