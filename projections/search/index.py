@@ -28,12 +28,14 @@ from typing import Any, TypeVar
 import msgspec
 import tantivy
 
-from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
+from eventstore import MEMORY_DOC_KIND, EntryRecorded, InvalidQueryError, StorageError, entry_texts
 from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
+from ..models import MemoryView
 from . import terms as _terms
 
-__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document"]
+__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document",
+           "memory_document", "memory_text", "searchable_text", "word_count"]
 
 T = TypeVar("T")
 
@@ -57,7 +59,7 @@ def build_schema() -> Any:
     for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
-    for name in ("rseq", "from_seq", "to_seq", "dl"):
+    for name in ("rseq", "from_seq", "to_seq", "dl", "memory"):
         sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
     return sb.build()
 
@@ -84,6 +86,24 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
     if absent:
         fields["absent"] = absent  # which of session, agent, user the entry has not (scope filters)
     return _json(fields).decode()
+
+
+def memory_document(memory: MemoryView, rseq: int, from_seq: int, to_seq: int = OPEN_SEQ) -> str:
+    """The document of one saved user memory (kind ``memory``, seed 001): its
+    key's words and its value; ``memory`` 1 tells ranking to read it as a
+    memory. It has its user, never a session or an agent (a memory is the
+    user's, wherever it was said)."""
+    content = memory_text(memory.key, memory.content or "")
+    return _json({
+        "content": content, "kind": MEMORY_DOC_KIND, "user": memory.user_id, "absent": ["session", "agent"],
+        "dl": word_count(content), "occurred_at": memory.saved_at, "rseq": rseq, "from_seq": from_seq,
+        "to_seq": to_seq, "memory": 1,
+    }).decode()
+
+
+def memory_text(key: str, content: str) -> str:
+    """The searchable text of a memory: its key's words, then its value."""
+    return f"{key.replace('_', ' ')}\n{content}"
 
 
 def word_count(text: str) -> int:

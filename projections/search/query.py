@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import tantivy
 
-from eventstore import InvalidQueryError, SearchMode, SearchSource, Sort
+from eventstore import MEMORY_DOC_KIND, InvalidQueryError, SearchMode, SearchSource, Sort
 
 from . import terms as _terms
 from .index import OPEN_SEQ, SearchIndex, check_limit
@@ -61,10 +61,11 @@ class SearchQuery(msgspec.Struct, frozen=True):
 
 
 class SearchHit(msgspec.Struct, frozen=True):
-    """One result before the views fill in the entry."""
+    """One result before the views fill in the entry (or the memory)."""
 
     rseq: int
     text_score: float
+    memory: bool = False
 
 
 def tokens(text: str) -> list[str]:
@@ -114,9 +115,13 @@ def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None) -> list[t
     agents, tags, session, user, times, the as-of interval, the scope and the
     excluded sessions. Semantic candidates are checked against the same ones."""
     clauses: list[tuple[Any, Any]] = []
-    for field, values in (("kind", query.kinds), ("agent", query.agent_ids), ("tags", query.tags)):
+    kinds = query.kinds + ((MEMORY_DOC_KIND,) if query.kinds and query.source != "entries" else ())
+    for field, values in (("kind", kinds), ("agent", query.agent_ids), ("tags", query.tags)):
         if values:
             clauses.append((_Must, _any_of(schema, field, values)))
+    if query.source != "both":
+        memory = tantivy.Query.term_query(schema, "kind", MEMORY_DOC_KIND)
+        clauses.append((_MustNot if query.source == "entries" else _Must, memory))
     for field, value in (("session", query.session_id), ("user", query.user_id)):
         if value:
             clauses.append((_Must, tantivy.Query.term_query(schema, field, value)))
@@ -234,11 +239,12 @@ def _shard_top(searcher: Any, q: Any, want: int, current: bool) -> list[SearchHi
             return []
         addrs = [addr for _, addr in found]
         rseqs = searcher.fast_field_values("rseq", addrs)
+        mems = searcher.fast_field_values("memory", addrs)
+        ends = searcher.fast_field_values("to_seq", addrs) if current else [OPEN_SEQ] * len(addrs)
+        hits = [SearchHit(int(r), float(s), bool(m))
+                for (s, _), r, e, m in zip(found, rseqs, ends, mems, strict=True) if r and e == OPEN_SEQ]
         if not current:
-            return [SearchHit(int(r), float(s)) for (s, _), r in zip(found, rseqs, strict=True) if r]
-        ends = searcher.fast_field_values("to_seq", addrs)
-        hits = [SearchHit(int(r), float(s))
-                for (s, _), r, e in zip(found, rseqs, ends, strict=True) if r and e == OPEN_SEQ]
+            return hits
         if len(hits) >= want or len(found) < asked or asked >= 10_000:
             return hits[:want]
         asked = min(10_000, asked * 4)

@@ -24,13 +24,13 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from eventstore import SHOWN_STATES
+from eventstore import MEMORY_DOC_KIND, SHOWN_STATES, MemorySaved
 
 from ..decay import WEIGHTS, importance_of
-from ..models import AccessView, EntryView, RankInputs
+from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, score_text
-from .index import SearchIndex, searchable_text
+from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, run_search, tokens
 from .terms import STOP_WORDS, stem_all, terms
 
@@ -57,11 +57,12 @@ TUNING = Tuning()
 
 
 class Ranked(NamedTuple):
-    """One entry to show, with its relevance and decay factor."""
+    """One entry (or, with ``source`` memories or both, one user memory) to
+    show, with its relevance and decay factor."""
 
     relevance: float
     factor: float
-    view: EntryView
+    view: EntryView | MemoryView
 
 
 class Ranking(NamedTuple):
@@ -77,7 +78,7 @@ class _Candidate(NamedTuple):
     factor: float
     rseq: int
     occurred_at: int
-    view: EntryView
+    view: EntryView | MemoryView
 
 
 def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
@@ -115,11 +116,12 @@ def _content_words(words: list[str]) -> list[str]:
 def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
     """The shown entries of ``hits``, each with its exact text score (when
     ``stats``) and its blend; entries are read one chunk at a time."""
+    params = views.decay_params()
+    out = _memories(views, [h for h in hits if h.memory], stats, now, params)
+    hits = [h for h in hits if not h.memory]
     inputs = views.rank_inputs(h.rseq for h in hits)
     found = [(h, inp) for h, inp in zip(hits, inputs, strict=True) if inp is not None]
-    params = views.decay_params()
     accessed = views.any_access()
-    out: list[_Candidate] = []
     for start in range(0, len(found), 64):
         chunk = found[start : start + 64]
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
@@ -127,6 +129,25 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
                 continue
             text = 1.0 if stats is None else score_text(terms(searchable_text(view.entry)), stats)
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
+    return out
+
+
+def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int,
+              params: Any) -> list[_Candidate]:
+    """The memories of ``hits`` still saved (as of the views) with their scores;
+    each is found from its ``memory.saved`` record (one log read)."""
+    out: list[_Candidate] = []
+    if not hits:
+        return out
+    for hit, event in zip(hits, views.events_at([h.rseq for h in hits]), strict=True):
+        if not isinstance(event, MemorySaved):
+            continue
+        memory = views.memory_by_id(event.memory_id)
+        if memory is None or memory.memory_id != event.memory_id or memory.content is None:
+            continue
+        text = 1.0 if stats is None else score_text(terms(memory_text(memory.key, memory.content)), stats)
+        blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
+        out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
     return out
 
 

@@ -15,8 +15,8 @@ from projections.search.bm25 import collect_stats, score_text
 from projections.search.terms import terms
 
 LESSON = "always pin the postgres version in the deploy pipeline"
-WORDS = ("cache redis queue worker deploy pipeline postgres index shard lock retry budget "
-         "schema migration backup restore token latency").split()
+WORDS = ["cache", "redis", "queue", "worker", "deploy", "pipeline", "postgres", "index", "shard", "lock",
+         "retry", "budget", "schema", "migration", "backup", "restore", "token", "latency"]
 
 
 def _store(path: Path) -> tuple[MemoryLog, list[str]]:
