@@ -15,7 +15,6 @@ numpy is imported only when an embedder is loaded, so importing
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 from .protocol import Embedder
 from .store import VECTOR_DBS, VectorIndex, VectorOp
@@ -25,7 +24,11 @@ __all__ = ["VECTOR_DBS", "Embedder", "VectorIndex", "VectorOp", "default_embedde
 
 def numpy_available() -> bool:
     """Whether numpy can be imported (the ``semantic`` extra)."""
-    return importlib.util.find_spec("numpy") is not None
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 @functools.cache

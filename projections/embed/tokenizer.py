@@ -46,7 +46,7 @@ def _clean(text: str) -> str:
         cat = unicodedata.category(ch)
         if ch in " \t\n\r" or cat == "Zs":
             out.append(" ")
-        elif cat.startswith("C"):
+        elif cat in ("Cc", "Cf"):
             continue
         elif _is_cjk(cp):
             out.append(f" {ch} ")
