@@ -129,8 +129,10 @@ class ProjectionDir:
             if isinstance(exc, UnsafeStoreError) or not (isinstance(exc, StorageError) or broken_index(exc)):
                 raise
             return Problem(root / "search", f"does not open ({_error_name(exc)})")
-        if self.embedder is not None:
-            try:  # a vector store of another model is cleared here, and catches up
+        if self.embedder is not None and (root / "vectors").exists():
+            # Created by the first search's catch-up (a store never searched pays
+            # nothing); a vector store of another model is cleared here.
+            try:
                 self.vectors = VectorIndex(root / "vectors", self.embedder)
                 marks.append((root / "vectors" / "data.mdb", self.vectors.checkpoint()))
             except UnsafeStoreError:

@@ -35,7 +35,7 @@ from eventstore.storage import crashpoint, purge_env, wipe_tree
 from ._dirs import file_lock, mark_layout, wipe_replaced
 from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
-from .embed import Embedder, VectorIndex, VectorOp, default_embedder
+from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
 from .embed.ops import vector_ops
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
 from .views import ViewReader, ViewStore
@@ -137,10 +137,12 @@ class Projections(ProjectionDir):
     def _catch_up_vectors(self, head: int, progress: Progress | None) -> None:
         """Bring the vectors to ``head``, a chunk of records per transaction
         (the chunk's texts embedded in one call)."""
-        vectors = self.vectors
-        if vectors is None or head == self._vectors_head:
+        if self.embedder is None or head == self._vectors_head:
             return
         assert self.views is not None
+        if self.vectors is None:  # the first search of this projection directory creates it
+            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
+        vectors = self.vectors
         with file_lock(self.root / "vectors.lock"):
             done = vectors.checkpoint()
             while done < head:
@@ -237,11 +239,20 @@ class Projections(ProjectionDir):
         index = self.search_index
         shards = range(len(index.shards)) if every_shard else sorted({index.shard_of(e) for e in entry_ids})
         rewritten += self._rebuild_shards(shards, timeout)
-        if self.vectors is not None:  # a vector can leak its text: rewritten on every purge
-            crashpoint("vectors: compacting copy")
-            rewritten += self.vectors.purge(timeout)
+        crashpoint("vectors: compacting copy")
+        rewritten += self._purge_vectors(timeout)
         self._sweep_leftovers()
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
+
+    def _purge_vectors(self, timeout: float) -> list[str]:
+        """Rewrite the vector file (a vector can leak its text) on every purge.
+        A process without an embedder cannot bring the vectors up to date, so
+        it empties them instead (processes with one then rebuild them)."""
+        if self.vectors is not None:
+            return self.vectors.purge(timeout)
+        if not (self.root / "vectors" / "data.mdb").exists():
+            return []
+        return purge_without_model(self.root / "vectors", timeout)
 
     def _rebuild_shards(self, shards: Iterable[int], timeout: float,
                         progress: Progress | None = None) -> list[str]:
@@ -322,8 +333,11 @@ class Projections(ProjectionDir):
         cleared, caught up from seq 0, then rewritten by a compacting copy so
         the old file's bytes are gone. Returns the seq reached."""
         head = self.catch_up()
-        if self.vectors is None:
+        if self.embedder is None:
             return head
+        self._vectors_head = -1
+        self._catch_up_vectors(head, None)  # opens (or creates) them
+        assert self.vectors is not None
         self.vectors.clear()
         self._vectors_head = -1
         self._catch_up_vectors(head, progress)

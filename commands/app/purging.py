@@ -85,10 +85,7 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
         action = "purged every shard and the views again: " + ("still found" if leaks else "clean")
     checks = _structure(store, intent, before)
     verified = not leaks and all(ok for _, ok in checks)
-    checks_done = tuple(name if ok else f"FAILED: {name}" for name, ok in checks)
-    if needles:
-        vectors = f" and {len(texts) - len(needles)} of their vectors" if len(texts) > len(needles) else ""
-        checks_done = (f"scan for {len(needles)} deleted texts{vectors}", *checks_done)
+    checks_done = _checks_done(checks, len(needles), len(texts) - len(needles))
     files = _relative(store, done.files)
     total = time.perf_counter() - started
     record = PurgeCompleted(request_ids=intent.request_ids or (intent.event_id,), files_rewritten=files,
@@ -104,6 +101,15 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
         seconds={"log_compact_s": round(done.log_s, 6), "views_compact_s": round(done.views_s, 6),
                  "index_rebuild_s": round(done.search_s, 6),
                  "verify_s": round(time.perf_counter() - scan_started, 6), "total_s": round(total, 6)})
+
+
+def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tuple[str, ...]:
+    """The checks made, as the record lists them (failed ones marked)."""
+    done = tuple(name if ok else f"FAILED: {name}" for name, ok in checks)
+    if not texts:
+        return done
+    also = f" and {vectors} of their vectors" if vectors else ""
+    return (f"scan for {texts} deleted texts{also}", *done)
 
 
 def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: bool = False) -> _Pass:

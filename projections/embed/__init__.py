@@ -17,9 +17,17 @@ from __future__ import annotations
 import functools
 
 from .protocol import Embedder
-from .store import VECTOR_DBS, VectorIndex, VectorOp
+from .store import VECTOR_DBS, VectorIndex, VectorOp, purge_without_model
 
-__all__ = ["VECTOR_DBS", "Embedder", "VectorIndex", "VectorOp", "default_embedder", "numpy_available"]
+__all__ = [
+    "VECTOR_DBS",
+    "Embedder",
+    "VectorIndex",
+    "VectorOp",
+    "default_embedder",
+    "numpy_available",
+    "purge_without_model",
+]
 
 
 def numpy_available() -> bool:

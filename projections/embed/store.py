@@ -14,10 +14,11 @@ remain):
 - ``vectors``: rseq (u64) -> from_seq (u64) | to_seq (u64) | the vector (float16);
 - ``changes``: seq (u64) | n (u32) -> rseq: which rseqs each batch touched, so
   another process's in-memory matrix catches up without reading everything
-  (emptied by a purge; ``trimmed`` says up to where);
+  (emptied by a purge, which moves the ``epoch`` on: a matrix of an older
+  epoch is reloaded whole);
 - ``meta``: ``checkpoint`` (the last seq applied, in the same transaction),
   ``embedder`` (the model's name: another name clears the vectors, which then
-  catch up again), ``dim``, ``trimmed``.
+  catch up again), ``dim``, ``epoch``.
 
 Nothing here imports numpy at module level except through the embedder and
 the cache, which are only built when an embedder is given.
@@ -37,7 +38,7 @@ from .protocol import Embedder
 if TYPE_CHECKING:
     from .cache import MatrixCache
 
-__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp"]
+__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "purge_without_model"]
 
 VECTOR_DBS = (b"vectors", b"changes", b"meta")
 _U64 = struct.Struct(">Q")
@@ -58,6 +59,7 @@ class VectorIndex:
         self._cache: MatrixCache | None = None
         self._cache_at = -1
         self._cache_generation = -1
+        self._cache_epoch = -1
         self._reset_if_other_model()
 
     def _env(self) -> SharedEnv:
@@ -94,15 +96,7 @@ class VectorIndex:
     def clear(self) -> None:
         """Drop every vector and the checkpoint (they catch up again from seq 0),
         and record this embedder as the model. Old bytes stay until a purge."""
-        dbs = self._env().dbs
-
-        def reset(txn: Any) -> None:
-            for name in VECTOR_DBS:
-                txn.drop(dbs[name], delete=False)
-            txn.put(b"embedder", self.embedder.name.encode(), db=dbs[b"meta"])
-            txn.put(b"dim", _U64.pack(self.embedder.dim), db=dbs[b"meta"])
-
-        self._env().write(reset)
+        self._env().write(lambda txn: _reset(txn, self._env().dbs, self.embedder.name, self.embedder.dim))
         self._cache = None
 
     def __len__(self) -> int:
@@ -135,6 +129,8 @@ class VectorIndex:
 
         def write(txn: Any) -> int:
             done = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
+            if done == 0:  # emptied by a process without a model: the vectors are this model's again
+                txn.put(b"embedder", self.embedder.name.encode(), db=dbs[b"meta"])
             for n, (seq, op, rseq, lo, hi, _) in enumerate(ops):
                 row = next(rows) if op == "add" else None
                 if seq <= done:
@@ -172,12 +168,12 @@ class VectorIndex:
 
         def load(txn: Any) -> MatrixCache:
             at = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
-            if self._cache is None or generation != self._cache_generation \
-                    or _meta_u64(txn, dbs[b"meta"], b"trimmed") > self._cache_at:
+            epoch = _meta_u64(txn, dbs[b"meta"], b"epoch")
+            if self._cache is None or generation != self._cache_generation or epoch != self._cache_epoch:
                 self._cache = _load_all(txn, dbs[b"vectors"], self.embedder.dim)
             elif at != self._cache_at:
                 _load_changes(txn, dbs, self._cache, self._cache_at)
-            self._cache_at = at
+            self._cache_at, self._cache_epoch = at, epoch
             return self._cache
 
         cache = shared.read(load)
@@ -193,9 +189,8 @@ class VectorIndex:
         dbs = self._env().dbs
 
         def trim(txn: Any) -> None:
-            at = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
             txn.drop(dbs[b"changes"], delete=False)
-            txn.put(b"trimmed", _U64.pack(at), db=dbs[b"meta"])
+            _next_epoch(txn, dbs)
 
         self._env().write(trim)
         self._cache = None
@@ -204,6 +199,33 @@ class VectorIndex:
     def files(self) -> Iterable[Path]:
         """Every file of the projection."""
         return (p for p in self.path.rglob("*") if p.is_file())
+
+
+def purge_without_model(path: Path, timeout: float) -> list[str]:
+    """Empty the vectors at ``path`` and rewrite their file (a purge by a
+    process that has no embedder, so it cannot remove the deleted documents'
+    vectors one by one): the processes that have one rebuild them from seq 0."""
+    shared = open_shared_env(path, VECTOR_DBS)
+    try:
+        shared.write(lambda txn: _reset(txn, shared.dbs, "", 0))
+        return [str(p) for p in purge_env(shared, timeout).files_rewritten]
+    finally:
+        release_shared_env(shared)
+
+
+def _next_epoch(txn: Any, dbs: dict[bytes, Any], epoch: int | None = None) -> None:
+    """Move the epoch on: every in-memory matrix loaded before reloads whole."""
+    epoch = _meta_u64(txn, dbs[b"meta"], b"epoch") if epoch is None else epoch
+    txn.put(b"epoch", _U64.pack(epoch + 1), db=dbs[b"meta"])
+
+
+def _reset(txn: Any, dbs: dict[bytes, Any], model: str, dim: int) -> None:
+    epoch = _meta_u64(txn, dbs[b"meta"], b"epoch")
+    for name in VECTOR_DBS:
+        txn.drop(dbs[name], delete=False)
+    txn.put(b"embedder", model.encode(), db=dbs[b"meta"])
+    txn.put(b"dim", _U64.pack(dim), db=dbs[b"meta"])
+    _next_epoch(txn, dbs, epoch)
 
 
 def _meta_u64(txn: Any, db: Any, key: bytes) -> int:

@@ -76,11 +76,19 @@ def _split_word(word: str) -> list[str]:
     return pieces
 
 
+_ASCII_CLEAN = {c: None for c in range(32) if chr(c) not in "\t\n\r"} | {127: None}
+
+
+def _words(text: str) -> list[str]:
+    """``text`` cleaned and split on whitespace (before lower-casing and punctuation)."""
+    if text.isascii():  # no accents, no CJK, only ASCII controls to drop
+        return text.translate(_ASCII_CLEAN).split()
+    return _clean(text).split()
+
+
 def basic_tokens(text: str) -> list[str]:
     """BERT's basic tokenization of ``text`` (uncased)."""
-    if text.isascii() and text.isalnum():
-        return [text.lower()]
-    return [piece for word in _clean(text).split() for piece in _split_word(word)]
+    return [piece for word in _words(text) for piece in _split_word(word)]
 
 
 class WordPiece:
@@ -96,10 +104,10 @@ class WordPiece:
         """The ids of ``text``'s pieces (no ``[CLS]``/``[SEP]``)."""
         out: list[int] = []
         cache = self._cache
-        for word in basic_tokens(text):
+        for word in _words(text):
             ids = cache.get(word)
             if ids is None:
-                ids = self._word(word)
+                ids = tuple(i for piece in _split_word(word) for i in self._word(piece))
                 if len(cache) >= _CACHE:
                     cache.clear()
                 cache[word] = ids

@@ -76,3 +76,21 @@ def test_semantic_off_keeps_no_vectors(tmp_path: Path) -> None:
         assert mem.store.proj.vectors is None and mem.store.proj.embedder is None
         assert mem.search("embed", record_access=False)
     assert not (mem.store.proj.root / "vectors").exists()
+
+
+def test_a_purge_without_a_model_empties_the_vectors(tmp_path: Path) -> None:
+    """A process with no embedder cannot remove one vector, so its purge empties
+    them all (no vector of the deleted entry remains); a process with one rebuilds them."""
+    root = tmp_path / "store"
+    with MemoryLog.open(root, redact_on_ingest=False) as mem:
+        sid = mem.start_session()
+        target = mem.add_message(sid, role="user", content="a lighthouse keeper counts the passing ships")
+        mem.add_message(sid, role="user", content="the build cache must be warmed before release")
+        vector = _vector_bytes(mem, target)
+    with MemoryLog.open(root, embedder=None) as mem:
+        report = mem.delete(ids=[target], reason="test", requested_by="dpo")
+        assert report.verified and any(f.endswith("vectors/data.mdb") for f in report.files_rewritten)
+    assert not scan_tree(root, [vector])[0]
+    with MemoryLog.open(root) as mem:
+        mem.store.proj.catch_up(search=True)
+        assert mem.store.proj.vectors is not None and len(mem.store.proj.vectors) == 1
