@@ -186,3 +186,26 @@ def test_import_and_text_search_without_numpy(tmp_path: Path) -> None:
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"
+
+
+def test_a_damaged_vector_file_is_rebuilt_on_open(tmp_path: Path) -> None:
+    """A truncated vectors file fails the open-time checks; the projections are rebuilt."""
+    with EventLog.open(tmp_path / "log") as log:
+        _history(log)
+        proj = Projections(tmp_path, log, shards=2, embedder=Hashing())
+        try:
+            proj.catch_up(search=True)
+            assert proj.vectors is not None
+            before = proj.vectors.dump()
+            data = proj.root / "vectors" / "data.mdb"
+        finally:
+            proj.close()
+        with open(data, "r+b") as fh:
+            fh.truncate(4096 + 100)
+        proj = Projections(tmp_path, log, shards=2, embedder=Hashing())
+        try:
+            assert proj.root / "vectors" / "data.mdb" != data
+            proj.catch_up(search=True)
+            assert proj.vectors is not None and proj.vectors.dump() == before
+        finally:
+            proj.close()
