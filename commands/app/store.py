@@ -11,11 +11,12 @@ import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 from eventstore import EventLog, LogSettings, StoreNotFoundError
 from eventstore.storage import check_private_dir
 from projections import Projections, ViewReader
+from projections.embed import Embedder
 
 from .access import AccessRecorder
 from .entries import EntryFactory
@@ -50,7 +51,8 @@ class Store:
     from the CLI open stores this way).
     """
 
-    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
+                 embedder: Embedder | Literal["default"] | None = "default") -> None:
         if not create:
             require_store(data_dir)
         self.data_dir = data_dir
@@ -60,7 +62,8 @@ class Store:
         self.log = EventLog.open(data_dir / "log", LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync))
         try:
-            self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync)
+            self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync,
+                                    embedder=embedder if settings.semantic else None)
         except BaseException:
             self.log.close()
             raise
