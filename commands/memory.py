@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from eventstore import EntryChanges, EventLog, VerifyResult
 from projections import DecayParams, DeletionRecord, Projections
+from projections.embed import Embedder
 
 from .app import (
     ContextBlock,
@@ -51,10 +52,14 @@ __all__ = ["MemoryLog"]
 class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
-    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
+                 embedder: Embedder | Literal["default"] | None = "default") -> None:
+        """``embedder``: the model of semantic search (bring your own: see
+        :class:`projections.embed.Embedder`); ``"default"`` is the shipped one
+        when numpy is installed; None (or ``semantic=False``): text search only."""
         check_settings(settings)
         check_data_dir(data_dir, write=create)
-        self.store = Store(data_dir, settings, create=create)
+        self.store = Store(data_dir, settings, create=create, embedder=embedder)
         try:
             # Before any other work: finish every purge a crash interrupted.
             self.recovered: list[DeletionReport] = purging.finish_interrupted(self.store)
@@ -64,11 +69,12 @@ class MemoryLog:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
-             create: bool = True, **overrides: Any) -> Self:
+             create: bool = True, embedder: Embedder | Literal["default"] | None = "default",
+             **overrides: Any) -> Self:
         """Open the store in directory ``path``, creating it unless ``create=False``
         (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`)."""
         data_dir = Path(path)
-        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create)
+        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create, embedder=embedder)
 
     def __enter__(self) -> Self:
         return self

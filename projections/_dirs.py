@@ -15,6 +15,7 @@ from eventstore.storage import ensure_private_dir, fsync_dir, open_private, wipe
 
 from ._checks import views_problem
 from ._fsutil import wipe_dir
+from .embed import VECTOR_DBS
 from .views import VIEW_DBS
 
 __all__ = ["file_lock", "mark_layout", "point_link", "wipe_replaced"]
@@ -52,9 +53,9 @@ def wipe_replaced(data_dir: Path, keep: str) -> None:
     for path in data_dir.glob("proj-*"):
         if path.name == keep or path.is_symlink() or not path.is_dir():
             continue
-        if views_problem(path / "views") is None:
+        if views_problem(path / "views") is None and views_problem(path / "vectors") is None:
             try:
-                wipe_dir(path, VIEW_DBS)
+                wipe_dir(path, (("views", VIEW_DBS), ("vectors", VECTOR_DBS)))
                 continue
             except StorageError:
                 pass

@@ -23,6 +23,7 @@ from eventstore import CorruptionError, EventLog, MemlogError, StorageError, Uns
 from . import _log
 from ._checks import Problem, layout_of, link_target, search_problem, views_problem
 from ._dirs import file_lock, mark_layout, point_link, wipe_replaced
+from .embed import Embedder, VectorIndex
 from .search import SearchIndex, broken_index
 from .views import ViewStore
 
@@ -43,7 +44,8 @@ class ProjectionDir:
         ``proj.lock`` (:meth:`projections.Projections.replay`); returns the seq."""
         raise NotImplementedError
 
-    def _init(self, data_dir: Path, log: EventLog, shards: int, sync: bool, target: str | None) -> None:
+    def _init(self, data_dir: Path, log: EventLog, shards: int, sync: bool, target: str | None,
+              embedder: Embedder | None = None) -> None:
         self.data_dir = data_dir
         self.log = log
         self.shards = shards
@@ -52,7 +54,10 @@ class ProjectionDir:
         self._target = target
         self.views: ViewStore | None = None
         self.search_index: SearchIndex | None = None
+        self.embedder = embedder
+        self.vectors: VectorIndex | None = None
         self._indexed_head = -1
+        self._vectors_head = -1
         self._views_at = -1
 
     # -- lifecycle ----------------------------------------------------------
@@ -80,6 +85,7 @@ class ProjectionDir:
         if problem is None:
             root = self.data_dir / target
             problem = (self._layout_problem(root) or views_problem(root / "views")
+                       or views_problem(root / "vectors")
                        or search_problem(root / "search", self.shards) or self._open_stores(root))
         if problem is None:
             self._target = target
@@ -104,6 +110,7 @@ class ProjectionDir:
         the log holds, is a problem. (The head is read after the checkpoints: it
         only grows, so a concurrent append cannot make a sound store look ahead.)"""
         self._indexed_head = -1
+        self._vectors_head = -1
         self._views_at = -1
         # The views are rebuilt from the log, so they are not fsynced per commit:
         # a power loss can only roll them (and their checkpoint) back.
@@ -122,6 +129,16 @@ class ProjectionDir:
             if isinstance(exc, UnsafeStoreError) or not (isinstance(exc, StorageError) or broken_index(exc)):
                 raise
             return Problem(root / "search", f"does not open ({_error_name(exc)})")
+        if self.embedder is not None and (root / "vectors").exists():
+            # Created by the first search's catch-up (a store never searched pays
+            # nothing); a vector store of another model is cleared here.
+            try:
+                self.vectors = VectorIndex(root / "vectors", self.embedder)
+                marks.append((root / "vectors" / "data.mdb", self.vectors.checkpoint()))
+            except UnsafeStoreError:
+                raise
+            except (StorageError, OSError) as exc:
+                return Problem(root / "vectors", f"does not open ({_error_name(exc)})")
         head = self.log.head().seq
         ahead = [path for path, mark in marks if mark > head]
         return Problem(ahead[0], "is ahead of the log") if ahead else None
@@ -160,6 +177,9 @@ class ProjectionDir:
             self._open()
 
     def _close_stores(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+            self.vectors = None
         if self.search_index is not None:
             self.search_index.close()
             self.search_index = None

@@ -5,12 +5,15 @@ Layout under the data directory::
     proj -> proj-<n>/          (a symlink, swapped atomically by a replay)
     proj-<n>/views/            the views LMDB environment
     proj-<n>/search/shard-NN/  the Tantivy shards
+    proj-<n>/vectors/          the vector projection (an LMDB environment), when
+                               an embedder is installed (:mod:`projections.embed`)
 
 Before any read, the projections it needs catch up from their checkpoint to the
 log head, so an append that returned is visible to the next read from any
 process. Views catch up eagerly; the search index on search (its commits cost
 milliseconds, so they are batched until someone searches). An event a
 projection cannot apply is skipped and reported (:mod:`projections._skips`).
+The vectors catch up with the search index, from the same operations.
 
 Opening (the link, the checks, rebuilding a broken directory) is
 :class:`~projections._open.ProjectionDir`, the base class.
@@ -24,7 +27,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
 from eventstore.storage import crashpoint, purge_env, wipe_tree
@@ -32,6 +35,8 @@ from eventstore.storage import crashpoint, purge_env, wipe_tree
 from ._dirs import file_lock, mark_layout, wipe_replaced
 from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
+from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
+from .embed.ops import vector_ops
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
 from .views import ViewReader, ViewStore
 
@@ -39,6 +44,7 @@ __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
 
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
+_VECTOR_CHUNK = 2_000
 
 Progress = Callable[[int], None]
 
@@ -52,8 +58,12 @@ class Projections(ProjectionDir):
     :meth:`replay` does; the old one is never opened.
     """
 
-    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True) -> None:
-        self._init(data_dir, log, shards, sync, None)
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True,
+                 embedder: Embedder | Literal["default"] | None = "default") -> None:
+        """``embedder``: the model of the vector projection; ``"default"`` is the
+        shipped static model when numpy is installed; None: no vectors (text search only)."""
+        self._init(data_dir, log, shards, sync, None,
+                   default_embedder() if embedder == "default" else embedder)
         self._ensure_link()
         self._open()
 
@@ -66,6 +76,7 @@ class Projections(ProjectionDir):
         done = self._catch_up_views(head, progress)
         if search:
             self._catch_up_search(head, progress)
+            self._catch_up_vectors(head, progress)
         return done
 
     def _catch_up_views(self, head: int, progress: Progress | None) -> int:
@@ -122,6 +133,45 @@ class Projections(ProjectionDir):
                 if progress and rec.seq % 10_000 == 0:
                     progress(rec.seq)
         return skipped
+
+    def _catch_up_vectors(self, head: int, progress: Progress | None) -> None:
+        """Bring the vectors to ``head``, a chunk of records per transaction
+        (the chunk's texts embedded in one call)."""
+        if self.embedder is None or head == self._vectors_head:
+            return
+        assert self.views is not None
+        if self.vectors is None:  # the first search of this projection directory creates it
+            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
+        vectors = self.vectors
+        with file_lock(self.root / "vectors.lock"):
+            done = vectors.checkpoint()
+            while done < head:
+                upto = min(head, done + _VECTOR_CHUNK)
+                ops, skipped = self._vector_range(done + 1, upto)
+                if skipped:  # before the commit: a crash in between records them again
+                    add_skips(self.root / "vectors.skipped", skipped)
+                done = vectors.apply(ops, upto)
+                if progress:
+                    progress(done)
+        self._vectors_head = head
+
+    def _vector_range(self, first: int, last: int) -> tuple[list[VectorOp], list[Skipped]]:
+        """The vector operations of records ``first`` to ``last``, and the records
+        that could not be mapped (skipped, reported and logged, as for search)."""
+        assert self.views is not None
+        ops: list[VectorOp] = []
+        skipped = []
+        with self.views.read() as views:
+            for rec in self.log.read(first, last):
+                views.as_of = rec.seq
+                try:
+                    ops += vector_ops(rec, views)
+                except Exception as exc:
+                    if not unapplicable(exc):
+                        raise
+                    skipped.append(Skipped(rec.seq, rec.type, error_class(exc), "vectors"))
+                    warn_skipped(skipped[-1])
+        return ops, skipped
 
     # -- reads --------------------------------------------------------------
 
@@ -189,8 +239,20 @@ class Projections(ProjectionDir):
         index = self.search_index
         shards = range(len(index.shards)) if every_shard else sorted({index.shard_of(e) for e in entry_ids})
         rewritten += self._rebuild_shards(shards, timeout)
+        crashpoint("vectors: compacting copy")
+        rewritten += self._purge_vectors(timeout)
         self._sweep_leftovers()
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
+
+    def _purge_vectors(self, timeout: float) -> list[str]:
+        """Rewrite the vector file (a vector can leak its text) on every purge.
+        A process without an embedder cannot bring the vectors up to date, so
+        it empties them instead (processes with one then rebuild them)."""
+        if self.vectors is not None:
+            return self.vectors.purge(timeout)
+        if not (self.root / "vectors" / "data.mdb").exists():
+            return []
+        return purge_without_model(self.root / "vectors", timeout)
 
     def _rebuild_shards(self, shards: Iterable[int], timeout: float,
                         progress: Progress | None = None) -> list[str]:
@@ -251,24 +313,43 @@ class Projections(ProjectionDir):
         root.mkdir(mode=0o700)
         mark_layout(root, self._layout_mark)
         fresh = Projections.__new__(Projections)
-        fresh._init(self.data_dir, self.log, self.shards, self.sync, target)
+        fresh._init(self.data_dir, self.log, self.shards, self.sync, target, self.embedder)
         try:
             fresh.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
             fresh.search_index = SearchIndex(root / "search", self.shards)
+            if self.embedder is not None:
+                fresh.vectors = VectorIndex(root / "vectors", self.embedder)
             fresh._catch_up_views(head, progress)
             fresh._catch_up_search(head, progress)
+            fresh._catch_up_vectors(head, progress)
             fresh.views.shared.env.sync(True)
         finally:
             fresh._close_stores()
         self._swap_to(target)
         return head
 
+    def rebuild_vectors(self, progress: Progress | None = None, timeout: float = 30.0) -> int:
+        """Rebuild the vectors alone from the log (the views caught up first):
+        cleared, caught up from seq 0, then rewritten by a compacting copy so
+        the old file's bytes are gone. Returns the seq reached."""
+        head = self.catch_up()
+        if self.embedder is None:
+            return head
+        self._vectors_head = -1
+        self._catch_up_vectors(head, None)  # opens (or creates) them
+        assert self.vectors is not None
+        self.vectors.clear()
+        self._vectors_head = -1
+        self._catch_up_vectors(head, progress)
+        self.vectors.purge(timeout)
+        return head
+
     def skipped(self) -> list[Skipped]:
-        """The events a projection could not apply, by seq: views and search."""
+        """The events a projection could not apply, by seq: views, search and vectors."""
         with self.read() as views:
             found = views.skipped()
-        return sorted([*found, *read_skips(self.root / "search" / "skipped")],
-                      key=lambda s: (s.seq, s.projection))
+        found += read_skips(self.root / "search" / "skipped") + read_skips(self.root / "vectors.skipped")
+        return sorted(found, key=lambda s: (s.seq, s.projection))
 
 
 def _index_record(index: SearchIndex, marks: list[int], rec: RecordedEvent, views: ViewReader) -> None:

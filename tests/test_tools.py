@@ -53,3 +53,38 @@ def test_corpus_is_deterministic() -> None:
     assert first == [e.content for _, e in corpus.Corpus(3).entries(20)]
     assert {e.kind for _, e in corpus.Corpus(3).entries(400)} >= {"message", "decision", "finding",
                                                                  "preference", "lesson", "task"}
+
+
+def _tiny_locomo(path: Path) -> Path:
+    """Two tiny conversations in LoCoMo's layout (CI has no ../shared/bench)."""
+    samples = []
+    for c in range(2):
+        turns = [{"speaker": "Ann" if i % 2 else "Bo", "dia_id": f"D1:{i + 1}",
+                  "text": f"turn {i} about {'kayaks' if i == 3 else 'the weather'} {c}"} for i in range(8)]
+        turns[5]["blip_caption"] = "a photo of a red kayak"
+        later = [{"speaker": "Ann", "dia_id": "D2:1", "text": "we moved to Lisbon last spring"}]
+        samples.append({"sample_id": f"conv-{c}", "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns, "session_2_date_time": "10:02 am on 1 June, 2023", "session_2": later},
+            "qa": [{"question": "What does Ann paddle?", "answer": "kayaks", "evidence": ["D1:4"],
+                    "category": 4},
+                   {"question": "Where did they move?", "answer": "Lisbon", "evidence": ["D2:1; D1:6"],
+                    "category": 2},
+                   {"question": "No evidence here?", "answer": "-", "category": 5}]})
+    path.write_text(json.dumps(samples))
+    return path
+
+
+@pytest.mark.slow
+def test_bench_recall_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_recall on two tiny conversations: the issue's --json keys, recall in [0, 100]."""
+    data = _tiny_locomo(tmp_path / "tiny.json")
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_recall.py"), "--data", str(data), "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    keys = ["recall_at_5", "recall_at_10", "recall_at_25", "recall_at_50", "bm25_recall_at_10",
+            "query_p50_ms", "query_p99_ms", "ingest_turns_per_s"]
+    assert set(keys) <= set(out), set(keys) - set(out)
+    assert out["questions"] == 4 and out["recall_at_50"] > 0
+    assert all(0 <= out[k] <= 100 for k in keys if k.startswith(("recall", "bm25")))

@@ -17,7 +17,7 @@ from .validate import check_choice, check_rates, check_unit, to_time
 
 __all__ = ["PROJECTIONS", "apply_decay", "decay_params", "params_dict", "replay", "stats", "verify"]
 
-PROJECTIONS = ("views", "search")
+PROJECTIONS = ("views", "search", "vectors")
 
 
 def decay_params(store: Store, as_of: int | None = None) -> DecayParams:
@@ -58,16 +58,22 @@ def replay(store: Store, projections: Iterable[str] = PROJECTIONS,
            progress: Callable[[int], None] | None = None) -> int:
     """Rebuild projections from the log; returns the seq they were rebuilt to.
 
-    Both (the default) rebuild into a fresh directory swapped in atomically;
-    ``search`` alone rebuilds the search shards from the views. The views
-    cannot be rebuilt alone: they and the search index live in one projection
-    directory, swapped together.
+    All (the default) rebuild into a fresh directory swapped in atomically;
+    ``search`` alone rebuilds the search shards from the views; ``vectors``
+    alone re-embeds every document from the log (and rewrites the vector file,
+    so the old bytes go). The views cannot be rebuilt alone: they, the search
+    index and the vectors live in one projection directory, swapped together.
     """
     names = set(projections)
     for name in names:
         check_choice(name, "projection", PROJECTIONS)
     if names == {"search"}:
         return store.proj.rebuild_search(progress)
+    if names == {"vectors"}:
+        return store.proj.rebuild_vectors(progress)
+    if names == {"search", "vectors"}:
+        store.proj.rebuild_search(progress)
+        return store.proj.rebuild_vectors(progress)
     if names == {"views"}:
         raise InvalidInputError("the views are rebuilt together with search (one directory, swapped "
                                 "whole): run `memlog replay`, or `--projection search` for search alone")
@@ -83,17 +89,29 @@ def stats(store: Store) -> dict[str, Any]:
         checkpoint = views.checkpoint()
     skipped = [msgspec.to_builtins(s) for s in store.proj.skipped()]
     assert store.proj.search_index is not None
-    sizes = {"log": _dir_size(store.data_dir / "log"), "views": _dir_size(store.proj.root / "views"),
-             "search": _dir_size(store.proj.root / "search")}
+    sizes = {name: _dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
+    sizes["log"] = _dir_size(store.data_dir / "log")
+    checkpoints = {"views": checkpoint, "search": store.proj.search_index.checkpoint()}
     return {
         "events": head.seq, "head_seq": head.seq, "head_hash": head.hash,
         "entries": counters.get("entries", 0),
         "by_kind": {k[5:]: v for k, v in counters.items() if k.startswith("kind:")},
         "by_type": {k[5:]: v for k, v in counters.items() if k.startswith("type:")},
-        "bytes_on_disk": sizes, "checkpoints": {"views": checkpoint,
-                                                "search": store.proj.search_index.checkpoint()},
+        "bytes_on_disk": sizes, "checkpoints": checkpoints,
+        "embedder": _vector_stats(store, checkpoints),
         "skipped": skipped,
     }
+
+
+def _vector_stats(store: Store, checkpoints: dict[str, int]) -> dict[str, Any] | None:
+    """The embedder's name and dimension and the vectors held (caught up first);
+    the vectors' checkpoint goes into ``checkpoints``. None without an embedder."""
+    vectors = store.proj.vectors
+    if vectors is None:
+        return None
+    store.proj.catch_up(search=True)
+    checkpoints["vectors"] = vectors.checkpoint()
+    return {"name": vectors.embedder.name, "dim": vectors.embedder.dim, "vectors": len(vectors)}
 
 
 def _dir_size(path: Path) -> int:

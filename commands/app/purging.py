@@ -13,6 +13,10 @@ The verification is true:
 
 - the deleted texts (needles, held in memory only) are looked for in every
   file that could hold them; a text still held by a live entry is no leak;
+- so are their vectors, when an embedder is installed: each deleted text's
+  vector, as the vector projection stores it (float16 bytes), is a needle too
+  (a vector is derived content: it can leak the text); the vector files are
+  rewritten by every purge;
 - the erased payloads read back as erased;
 - the record at the head seen before the purge is unchanged (other processes
   may append meanwhile: that is no failure);
@@ -67,7 +71,8 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
     done = _one_pass(store, intent.entry_ids, intent.views or everything, every_shard=everything)
     scan_started = time.perf_counter()
     scope = purge_scope(done.files)
-    scanned, leaks = _scan(store, needles, scope)
+    texts = {n: n for n in needles} | vector_needles(store, needles)
+    scanned, leaks = _scan(store, texts, scope)
     findings: tuple[str, ...] = ()
     action = None
     if leaks:
@@ -75,14 +80,12 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
         _log.info("purge found deleted content; purging again", files=len(findings))
         again = _one_pass(store, (), True, every_shard=True)
         done.files += again.files
-        more, leaks = _scan(store, leaks, None)
+        more, leaks = _scan(store, {n: texts[n] for n in leaks}, None)
         scanned += more
         action = "purged every shard and the views again: " + ("still found" if leaks else "clean")
     checks = _structure(store, intent, before)
     verified = not leaks and all(ok for _, ok in checks)
-    checks_done = tuple(name if ok else f"FAILED: {name}" for name, ok in checks)
-    if needles:
-        checks_done = (f"scan for {len(needles)} deleted texts", *checks_done)
+    checks_done = _checks_done(checks, len(needles), len(texts) - len(needles))
     files = _relative(store, done.files)
     total = time.perf_counter() - started
     record = PurgeCompleted(request_ids=intent.request_ids or (intent.event_id,), files_rewritten=files,
@@ -98,6 +101,15 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
         seconds={"log_compact_s": round(done.log_s, 6), "views_compact_s": round(done.views_s, 6),
                  "index_rebuild_s": round(done.search_s, 6),
                  "verify_s": round(time.perf_counter() - scan_started, 6), "total_s": round(total, 6)})
+
+
+def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tuple[str, ...]:
+    """The checks made, as the record lists them (failed ones marked)."""
+    done = tuple(name if ok else f"FAILED: {name}" for name, ok in checks)
+    if not texts:
+        return done
+    also = f" and {vectors} of their vectors" if vectors else ""
+    return (f"scan for {texts} deleted texts{also}", *done)
 
 
 def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: bool = False) -> _Pass:
@@ -119,12 +131,25 @@ def _timed_log_purge(store: Store) -> tuple[PurgeReport, float]:
     return report, time.perf_counter() - started
 
 
-def _scan(store: Store, needles: set[bytes], scope: object) -> tuple[int, set[bytes]]:
-    """Bytes scanned and the needles found that no live entry holds."""
+def vector_needles(store: Store, needles: Iterable[bytes]) -> dict[bytes, bytes]:
+    """Each deleted text's vector as the vector projection stores it (float16
+    bytes) -> the text; none without an embedder. A zero vector (a text the
+    model has no token for) is no needle: zeroed pages are everywhere."""
+    embedder = store.proj.embedder
+    texts = sorted(needles)
+    if embedder is None or not texts:
+        return {}
+    vectors = embedder.embed([t.decode(errors="ignore") for t in texts])
+    return {bytes(v.astype("<f2").tobytes()): t for v, t in zip(vectors, texts, strict=True) if v.any()}
+
+
+def _scan(store: Store, needles: dict[bytes, bytes], scope: object) -> tuple[int, set[bytes]]:
+    """Bytes scanned and the needles found whose text (``needles[n]``) no live
+    entry holds."""
     if not needles:
         return 0, set()
     _, scanned, found = scan_needles(store.data_dir, needles, scope)  # type: ignore[arg-type]
-    return scanned, {n for n in found if not _held_by_live_entry(store, n)}
+    return scanned, {n for n in found if not _held_by_live_entry(store, needles[n])}
 
 
 def _where(store: Store, leaks: set[bytes]) -> tuple[str, ...]:
@@ -169,7 +194,8 @@ def leftovers(data_dir: Path, current: str) -> list[str]:
     search = data_dir / current / "search"
     linked = {os.readlink(p) for p in search.glob("shard-??") if p.is_symlink()}
     found += [p for p in search.glob("shard-??.*") if not p.is_symlink() and p.name not in linked]
-    found += list(search.glob(".shard-*")) + list((data_dir / current / "views").glob(".compact-*"))
+    found += list(search.glob(".shard-*"))
+    found += [p for env in ("views", "vectors") for p in (data_dir / current / env).glob(".compact-*")]
     return sorted(str(p.relative_to(data_dir)) for p in found)
 
 

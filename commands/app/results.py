@@ -73,7 +73,9 @@ class DeletionReport(msgspec.Struct, frozen=True):
 
 
 class SearchResult(msgspec.Struct, frozen=True):
-    """One search hit (DESIGN section 7's shape, plus the decay factor)."""
+    """One search hit (DESIGN section 7's shape, plus the decay factor). A user
+    memory (``source`` memories or both) has ``type`` ``"memory"``, its memory
+    id as ``id``, no session, and its save time as both times."""
 
     id: str
     type: str

@@ -9,7 +9,9 @@ the deleted entries (:func:`purge_scope`): the payload segments it did not
 rewrite (a payload is written to the one segment of its seq) and the search
 shards it did not rebuild (an entry is indexed in the one shard of its id).
 Everything else is scanned, the log's main environment and the views
-included, although they are meant to hold no entry content at all.
+included, although they are meant to hold no entry content at all, and the
+vector projection, which every purge rewrites (the needles then include the
+deleted texts' vectors: :func:`commands.app.purging.vector_needles`).
 """
 
 from __future__ import annotations

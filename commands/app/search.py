@@ -8,15 +8,15 @@ from typing import Any
 
 from eventstore import (
     ENTRY_KINDS,
+    MEMORY_DOC_KIND,
     SEARCH_MODES,
     SEARCH_SOURCES,
     SORTS,
-    EntriesAccessed,
     InvalidInputError,
     format_micros,
     now_micros,
 )
-from projections import Ranked, Scope, SearchQuery, ViewReader
+from projections import MemoryView, Ranked, Scope, SearchQuery, ViewReader
 
 from .results import SearchResult
 from .store import Store
@@ -77,11 +77,12 @@ def check_scope(scope: object) -> Scope | None:
 
 
 def search(store: Store, query: SearchQuery, record_access: bool | None = None) -> list[SearchResult]:
-    """Search now; records the access (``entries.accessed``) unless switched off."""
+    """Search now; notes the access unless switched off. The access is appended
+    later, in a batch (``entries.accessed``, see :mod:`.access`): a search never
+    waits for a durable write."""
     results = find(store, query)
     if results and (store.settings.record_access if record_access is None else record_access):
-        ids = tuple(r.id for r in results)
-        store.writer.append("access", lambda: [EntriesAccessed(entry_ids=ids, at=now_micros())])
+        store.access.record(r.id for r in results if r.type != MEMORY_DOC_KIND)
     return results
 
 
@@ -97,6 +98,8 @@ def find(store: Store, query: SearchQuery, as_of: int | None = None, now: int | 
 
 def _result(ranked: Ranked, words: list[str]) -> SearchResult:
     view = ranked.view
+    if isinstance(view, MemoryView):
+        return _memory_result(ranked, view, words)
     entry = view.entry
     assert entry is not None
     return SearchResult(  # positional, in the field order of SearchResult
@@ -104,6 +107,14 @@ def _result(ranked: Ranked, words: list[str]) -> SearchResult:
         round(ranked.relevance, 6), round(ranked.factor, 6), format_micros(entry.occurred_at),
         format_micros(view.recorded_at), entry.tags, entry.agent_id,
     )
+
+
+def _memory_result(ranked: Ranked, memory: MemoryView, words: list[str]) -> SearchResult:
+    """A user memory as a result: type ``memory``, its memory id, its value."""
+    content = memory.content or ""
+    saved = format_micros(memory.saved_at)
+    return SearchResult(memory.memory_id, MEMORY_DOC_KIND, None, content, make_snippet(content, words),
+                        round(ranked.relevance, 6), round(ranked.factor, 6), saved, saved, ())
 
 
 def make_snippet(content: str, words: list[str], width: int = _SNIPPET) -> str:

@@ -43,12 +43,14 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retention_days: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
     sync: bool = True
     default_actor: str = "memlog"
+    semantic: bool = True  # vectors and hybrid search when an embedder is installed (numpy)
 
 
 _ENV_TYPES: dict[str, type] = {
     "max_content_bytes": int, "redact_on_ingest": bool, "record_access": bool,
     "search_shards": int, "context_budget_tokens": int, "max_context_messages": int,
     "max_user_memories": int, "sync": bool, "default_actor": str,
+    "semantic": bool,
 }
 
 

@@ -11,12 +11,14 @@ import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 from eventstore import EventLog, LogSettings, StoreNotFoundError
 from eventstore.storage import check_private_dir
 from projections import Projections, ViewReader
+from projections.embed import Embedder
 
+from .access import AccessRecorder
 from .entries import EntryFactory
 from .redaction import Redactor
 from .settings import Settings
@@ -41,14 +43,16 @@ def require_store(data_dir: Path) -> None:
 class Store:
     """A memlog store composed of its parts: ``log``, ``proj`` (the
     projections), ``settings``, ``entries`` (the entry factory, with ingest
-    redaction) and ``writer``.
+    redaction), ``writer`` and ``access`` (searches' accesses, appended in
+    batches off the read path).
 
     With ``create=False`` a directory that holds no store is refused with
     :class:`~eventstore.StoreNotFoundError` and nothing is created (reads
     from the CLI open stores this way).
     """
 
-    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True) -> None:
+    def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
+                 embedder: Embedder | Literal["default"] | None = "default") -> None:
         if not create:
             require_store(data_dir)
         self.data_dir = data_dir
@@ -58,7 +62,8 @@ class Store:
         self.log = EventLog.open(data_dir / "log", LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync))
         try:
-            self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync)
+            self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync,
+                                    embedder=embedder if settings.semantic else None)
         except BaseException:
             self.log.close()
             raise
@@ -67,6 +72,7 @@ class Store:
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
         self.entries = EntryFactory(settings.max_content_bytes, redactor)
         self.writer = Writer(self.log, self.proj, settings.default_actor)
+        self.access = AccessRecorder(self.log, settings.default_actor)  # searches' accesses, batched
 
     def __enter__(self) -> Self:
         return self
@@ -76,7 +82,13 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        """Close projections and log."""
+        """Flush the recorded accesses; close projections and log."""
+        try:
+            self.access.close()
+        finally:
+            self._close_parts()
+
+    def _close_parts(self) -> None:
         self.proj.close()
         self.log.close()
 

@@ -5,6 +5,9 @@ seq (already caught up), so a replay produces the same index as live updates.
 An ``entry.recorded`` record carries its entry, so its document is built from
 the record without reading the log; updates, redactions and compactions read
 the entry back through the views (from the log payload at its source seq).
+A saved memory is a document of kind ``memory`` (routed to its shard by its
+memory id, as a forget's purge looks for it); a later save under the same key
+ends it, a forget removes every version.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from eventstore import (
     EntryRecorded,
     EntryRedacted,
     EntryUpdated,
+    MemoryForgotten,
+    MemorySaved,
     RecordedEvent,
     SessionCompacted,
 )
 
 from ..views.read import ViewReader
 from ..views.reducers import apply_changes
-from .index import entry_document
+from .index import entry_document, memory_document
 
 __all__ = ["Op", "search_ops"]
 
@@ -49,8 +54,30 @@ def search_ops(rec: RecordedEvent, views: ViewReader) -> Iterator[Op]:
                 stored = views.stored_entry(eid)
                 if stored is not None:
                     yield "remove", eid, stored.recorded_seq
+            for ref in event.refs:  # a forget: every saved version of the memory
+                if ref.kind == "memory":
+                    yield "remove", ref.entry_id, ref.recorded_seq
+        case MemorySaved():
+            yield from _memory_saved(rec, event, views)
+        case MemoryForgotten():
+            for version in views.memory_versions(event.user_id, event.key):
+                yield "remove", version.memory_id, version.saved_seq
         case _:
             return
+
+
+def _memory_saved(rec: RecordedEvent, event: MemorySaved, views: ViewReader) -> Iterator[Op]:
+    """The saved memory's document; the version it replaces ends at this seq."""
+    versions = views.memory_versions(event.user_id, event.key)
+    mine = [i for i, v in enumerate(versions) if v.saved_seq == rec.seq]
+    if not mine:
+        return
+    at = mine[0]
+    if at > 0 and versions[at - 1].state == "live" and versions[at - 1].content is not None:
+        old = versions[at - 1]
+        yield "remove", old.memory_id, old.saved_seq
+        yield "add", old.memory_id, memory_document(old, old.saved_seq, old.saved_seq, rec.seq)
+    yield "add", event.memory_id, memory_document(versions[at], rec.seq, rec.seq)
 
 
 def _recorded_entry(rec: RecordedEvent, event: EntryRecorded, views: ViewReader) -> EntryRecorded | None:

@@ -28,16 +28,21 @@ from typing import Any, TypeVar
 import msgspec
 import tantivy
 
-from eventstore import EntryRecorded, InvalidQueryError, StorageError, entry_texts
+from eventstore import MEMORY_DOC_KIND, EntryRecorded, InvalidQueryError, StorageError, entry_texts
 from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
-__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document"]
+from ..models import MemoryView
+from . import terms as _terms
+
+__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document",
+           "memory_document", "memory_text", "searchable_text", "word_count"]
 
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
+_PARALLEL_DOCS = 50_000  # documents from which shards are searched in parallel threads
 
 
 def broken_index(exc: BaseException) -> bool:
@@ -50,11 +55,11 @@ def broken_index(exc: BaseException) -> bool:
 def build_schema() -> Any:
     """The schema of every shard."""
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("content", stored=False, tokenizer_name="default")
+    sb.add_text_field("content", stored=False, tokenizer_name=_terms.TOKENIZER)
     for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
-    for name in ("rseq", "from_seq", "to_seq"):
+    for name in ("rseq", "from_seq", "to_seq", "dl", "memory"):
         sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
     return sb.build()
 
@@ -66,8 +71,9 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
     Python; encoding the same fields as JSON (parsed in Rust) about 2 µs, which
     matters when a purge rebuilds a shard. Scores and fast fields are the same.
     """
+    content = searchable_text(event)
     fields: dict[str, object] = {
-        "content": searchable_text(event), "kind": event.kind, "tags": event.tags,
+        "content": content, "kind": event.kind, "tags": event.tags, "dl": word_count(content),
         "occurred_at": event.occurred_at, "rseq": rseq, "from_seq": from_seq, "to_seq": to_seq,
     }
     absent: list[str] = []
@@ -80,6 +86,29 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
     if absent:
         fields["absent"] = absent  # which of session, agent, user the entry has not (scope filters)
     return _json(fields).decode()
+
+
+def memory_document(memory: MemoryView, rseq: int, from_seq: int, to_seq: int = OPEN_SEQ) -> str:
+    """The document of one saved user memory (kind ``memory``, seed 001): its
+    key's words and its value; ``memory`` 1 tells ranking to read it as a
+    memory. It has its user, never a session or an agent (a memory is the
+    user's, wherever it was said)."""
+    content = memory_text(memory.key, memory.content or "")
+    return _json({
+        "content": content, "kind": MEMORY_DOC_KIND, "user": memory.user_id, "absent": ["session", "agent"],
+        "dl": word_count(content), "occurred_at": memory.saved_at, "rseq": rseq, "from_seq": from_seq,
+        "to_seq": to_seq, "memory": 1,
+    }).decode()
+
+
+def memory_text(key: str, content: str) -> str:
+    """The searchable text of a memory: its key's words, then its value."""
+    return f"{key.replace('_', ' ')}\n{content}"
+
+
+def word_count(text: str) -> int:
+    """The words of ``text`` as the index tokenizes them (BM25's document length)."""
+    return len(_terms.words(text))
 
 
 def searchable_text(event: EntryRecorded) -> str:
@@ -100,6 +129,8 @@ class SearchShard:
         if not link.is_symlink():
             _point(link, _fresh_dir(link))
         self.target = ""
+        self.generation = 0  # bumped by every commit and reopen of this process
+        self._dl: tuple[tuple[int, int, int], float] | None = None
         self.index: Any = None
         self.writer: Any = None
         self.dirty = False
@@ -121,6 +152,7 @@ class SearchShard:
             raise StorageError(f"cannot open search shard {self.link.name} ({target}): {said}; "
                                "run `memlog replay` to rebuild it") from None
         self.target = target
+        self.generation += 1
         private_tree(self.link.parent / target)
 
     def open_writer(self, timeout: float = 30.0) -> Any:
@@ -144,8 +176,20 @@ class SearchShard:
         writer.wait_merging_threads()
         self.writer = None
         self.dirty = False
+        self.generation += 1
         private_tree(self.link.parent / self.target)  # Tantivy's files are 0666 less the umask
         self.index.reload()
+
+    def dl_sum(self, searcher: Any, compute: Callable[[Any], float]) -> float:
+        """``compute(searcher)`` (the sum of the documents' lengths), cached
+        while this shard's generation and ``searcher``'s counts stay the same."""
+        key = (self.generation, searcher.num_docs, searcher.num_segments)
+        cached = self._dl
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        value = compute(searcher)
+        self._dl = (key, value)
+        return value
 
     def rollback(self) -> None:
         """Drop uncommitted work."""
@@ -320,9 +364,12 @@ class SearchIndex:
 
     def map_searchers(self, fn: Callable[[Any], T], searchers: list[tuple[int, Any]]) -> list[T]:
         """``fn`` of each searcher, in shard order; shards run in parallel threads
-        (Tantivy releases the GIL while it searches)."""
+        (Tantivy releases the GIL while it searches) once the shards are large
+        enough for that to pay: below :data:`_PARALLEL_DOCS` documents the
+        threads' hand-offs cost more than the searches (measured: 1 ms of a
+        5 ms search on a 600-entry store)."""
         workers = min(len(searchers), os.cpu_count() or 1)
-        if workers < 2:
+        if workers < 2 or sum(s.num_docs for _, s in searchers) < _PARALLEL_DOCS:
             return [fn(s) for _, s in searchers]
         with self._pool_lock:  # one pool even when several threads search at once
             if self._pool is None:

@@ -3,20 +3,19 @@ as-of intervals, and relevance scoring with decay (seed 000)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 import tantivy
 
-from eventstore import InvalidQueryError, SearchMode, SearchSource, Sort
+from eventstore import MEMORY_DOC_KIND, InvalidQueryError, SearchMode, SearchSource, Sort
 
+from . import terms as _terms
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
 __all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_words", "filter_clauses",
            "run_search", "scope_clause", "tokens"]
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
 
@@ -62,15 +61,16 @@ class SearchQuery(msgspec.Struct, frozen=True):
 
 
 class SearchHit(msgspec.Struct, frozen=True):
-    """One result before the views fill in the entry."""
+    """One result before the views fill in the entry (or the memory)."""
 
     rseq: int
     text_score: float
+    memory: bool = False
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens, as Tantivy's default tokenizer makes them."""
-    return [t.lower() for t in _TOKEN.findall(text) if len(t) <= 40]
+    """Lower-cased words, as Tantivy's tokenizer cuts them (before stemming)."""
+    return _terms.words(text)
 
 
 def check_words(text: str, words: list[str]) -> None:
@@ -92,7 +92,8 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
                 words: list[str] | None = None) -> Any:
     """The Tantivy query for text, filters and, for ``as_of``, the interval.
 
-    A word in the index (``known``) matches exactly; the last word also
+    ``words`` are index terms (stemmed, :mod:`.terms`). A word in the index
+    (``known``) matches exactly; the last word also
     matches the indexed words it is a prefix of (``expansions``: the query is
     often still being typed). A word in no document matches fuzzily, with an
     edit distance of 20 % of its length (seed 002). The usual query is then a
@@ -101,7 +102,7 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
     A current search (``as_of`` None) has no interval clause: the few ended
     documents are dropped after the search (see :func:`run_search`).
     """
-    words = tokens(query.text) if words is None else words
+    words = _terms.terms(query.text) if words is None else words
     text = _text(schema, words, known, expansions) if words else tantivy.Query.all_query()
     clauses = [(_Must, text), *filter_clauses(schema, query, as_of)]
     if len(clauses) == 1:
@@ -114,9 +115,13 @@ def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None) -> list[t
     agents, tags, session, user, times, the as-of interval, the scope and the
     excluded sessions. Semantic candidates are checked against the same ones."""
     clauses: list[tuple[Any, Any]] = []
-    for field, values in (("kind", query.kinds), ("agent", query.agent_ids), ("tags", query.tags)):
+    kinds = query.kinds + ((MEMORY_DOC_KIND,) if query.kinds and query.source != "entries" else ())
+    for field, values in (("kind", kinds), ("agent", query.agent_ids), ("tags", query.tags)):
         if values:
             clauses.append((_Must, _any_of(schema, field, values)))
+    if query.source != "both":
+        memory = tantivy.Query.term_query(schema, "kind", MEMORY_DOC_KIND)
+        clauses.append((_MustNot if query.source == "entries" else _Must, memory))
     for field, value in (("session", query.session_id), ("user", query.user_id)):
         if value:
             clauses.append((_Must, tantivy.Query.term_query(schema, field, value)))
@@ -192,25 +197,31 @@ def _interval(schema: Any, as_of: int) -> Any:
 
 
 def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
-               words: list[str] | None = None) -> list[SearchHit]:
-    """Top hits by BM25 across shards (enough candidates for re-ranking).
+               words: list[str] | None = None, *, depth: int | None = None,
+               searchers: list[tuple[int, Any]] | None = None, expand: bool = False) -> list[SearchHit]:
+    """Top hits by (per-shard) BM25 across shards: the candidates of ranking.
 
-    Shards are searched in parallel (Tantivy releases the GIL). A current
-    search drops ended documents (entries compacted out of their session) and
-    asks a shard again for more when that left it short.
+    ``depth``: how many (default: twice the limit, at least 20). ``expand``:
+    the last word also stands for the indexed words it begins (off by
+    default: measured, it costs recall). Shards are searched in parallel
+    (Tantivy releases the GIL). A current search drops ended documents
+    (entries compacted out of their session) and asks a shard again for more
+    when that left it short.
     """
     check_limit(query.limit)
     if not 0.0 <= query.min_relevance <= 1.0:
         raise InvalidQueryError("min_relevance must be between 0 and 1")
     words = tokens(query.text) if words is None else words
     check_words(query.text, words)
-    searchers = index.searchers()
-    known = frozenset(w for w in words if any(s.doc_freq("content", w) for _, s in searchers))
+    searchers = index.searchers() if searchers is None else searchers
+    stems = _terms.stem_all(words)
+    known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))
+    expansions = _prefix_expansions(searchers, stems) if expand else ()
     try:
-        q = build_query(index.schema, query, as_of, known, _prefix_expansions(searchers, words), words)
+        q = build_query(index.schema, query, as_of, known, expansions, stems)
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
-    want = min(10_000, max(query.limit * 2, 20))
+    want = min(10_000, depth or max(query.limit * 2, 20))
 
     def top(searcher: Any) -> list[SearchHit]:
         return _shard_top(searcher, q, want, current=as_of is None)
@@ -228,11 +239,12 @@ def _shard_top(searcher: Any, q: Any, want: int, current: bool) -> list[SearchHi
             return []
         addrs = [addr for _, addr in found]
         rseqs = searcher.fast_field_values("rseq", addrs)
+        mems = searcher.fast_field_values("memory", addrs)
+        ends = searcher.fast_field_values("to_seq", addrs) if current else [OPEN_SEQ] * len(addrs)
+        hits = [SearchHit(int(r), float(s), bool(m))
+                for (s, _), r, e, m in zip(found, rseqs, ends, mems, strict=True) if r and e == OPEN_SEQ]
         if not current:
-            return [SearchHit(int(r), float(s)) for (s, _), r in zip(found, rseqs, strict=True) if r]
-        ends = searcher.fast_field_values("to_seq", addrs)
-        hits = [SearchHit(int(r), float(s))
-                for (s, _), r, e in zip(found, rseqs, ends, strict=True) if r and e == OPEN_SEQ]
+            return hits
         if len(hits) >= want or len(found) < asked or asked >= 10_000:
             return hits[:want]
         asked = min(10_000, asked * 4)

@@ -1,11 +1,20 @@
 """Ranking: the one search entry point of the projections.
 
 :func:`rank` takes a query, an optional as-of seq and the current time, and
-returns the entries to show, best first: BM25 candidates from the index
-(:func:`~projections.search.query.run_search`), ranking inputs from the
-views (kind, importance, event time; as of a seq, from the stored versions of
-that seq), relevance with decay (seed 000: :func:`score`), then only the
-returned entries are read from the log, a chunk at a time.
+returns the entries to show, best first.
+
+With a text query, the text comes first: Tantivy picks candidates (its
+per-shard BM25, :func:`~projections.search.query.run_search`), the
+candidates' entries are read (one log read per chunk), and each is scored
+exactly with global BM25 statistics (:mod:`.bm25`), so its score does not
+depend on its shard. Seed 000's blend of text, time, importance and access
+(:func:`score`) only breaks ties between equal text scores: measured on
+LoCoMo it cost recall as a weighted sum (R@10 46.2 against 54.5 for plain
+BM25), and access feedback must never lift an earlier result over a better
+text match. The relevance shown is the text score as a share of the best.
+
+Without text (browse), the blend orders the entries as before (newest,
+important, often-read first); ``sort`` newest/oldest orders by event time.
 """
 
 from __future__ import annotations
@@ -15,29 +24,45 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from eventstore import SHOWN_STATES
+from eventstore import MEMORY_DOC_KIND, SHOWN_STATES, MemorySaved
 
 from ..decay import WEIGHTS, importance_of
-from ..models import AccessView, EntryView
+from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
-from .index import SearchIndex
-from .query import SearchQuery, run_search, tokens
+from .bm25 import Stats, collect_stats, score_text
+from .index import SearchIndex, memory_text, searchable_text
+from .query import SearchHit, SearchQuery, run_search, tokens
+from .terms import STOP_WORDS, stem_all, terms
 
-__all__ = ["Ranked", "Ranking", "rank", "score"]
+__all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
 
 _HOUR = 3_600_000_000
 _W_TEXT, _W_TIME, _W_IMPORTANCE, _W_ACCESS = (
     WEIGHTS["text"], WEIGHTS["time"], WEIGHTS["importance"], WEIGHTS["access"])
 _NO_ACCESS = AccessView()
-Scored = tuple[float, float, int, int, str]  # relevance, factor, rseq, occurred_at, entry id
+
+
+class Tuning(msgspec.Struct):
+    """The ranking's levers, each kept only as far as the recall benchmark
+    (``tools/bench_recall.py``) shows it earns its place."""
+
+    depth: int = 40          # candidates read and rescored: max(depth, depth_per_limit * limit)
+    depth_per_limit: float = 1.5
+    expand_prefix: bool = False  # the last word also stands for words it begins
+    fuzzy: bool = True       # a word in no document matches near words
+    stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
+
+
+TUNING = Tuning()
 
 
 class Ranked(NamedTuple):
-    """One entry to show, with its relevance and decay factor."""
+    """One entry (or, with ``source`` memories or both, one user memory) to
+    show, with its relevance and decay factor."""
 
     relevance: float
     factor: float
-    view: EntryView
+    view: EntryView | MemoryView
 
 
 class Ranking(NamedTuple):
@@ -47,52 +72,91 @@ class Ranking(NamedTuple):
     entries: list[Ranked]
 
 
+class _Candidate(NamedTuple):
+    text: float      # global BM25 (1.0 when browsing)
+    blend: float     # seed 000's relevance: the tie-breaker
+    factor: float
+    rseq: int
+    occurred_at: int
+    view: EntryView | MemoryView
+
+
 def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
          now: int) -> Ranking:
     """The entries ``query`` finds (as of a seq, if given), ranked by relevance
     (or time) at ``now`` and cut to the limit; only shown (live or redacted)
     entries are returned."""
-    words = tokens(query.text)
+    words = _content_words(tokens(query.text))
     if not query.include_archived and query.session_id is None and (archived := views.archived_sessions()):
         query = msgspec.structs.replace(query, exclude_sessions=archived)
-    hits = run_search(index, query, as_of, words)
-    if not hits:
-        return Ranking(tuple(words), [])
-    inputs = views.rank_inputs(h.rseq for h in hits)
-    top = max(h.text_score for h in hits) if words else 0.0
-    params = views.decay_params()
-    accessed = views.any_access()
-    scored: list[Scored] = []
-    floor = query.min_relevance
-    for hit, inp in zip(hits, inputs, strict=True):
-        if inp is None:
-            continue
-        access = views.access(inp.entry_id) if accessed else _NO_ACCESS
-        relevance, factor = score(hit.text_score if words else 1.0, top if words else 1.0,
-                                  inp.kind, inp.occurred_at, now, access.count, access.last_at,
-                                  inp.importance, params)
-        if relevance >= floor:
-            scored.append((relevance, factor, hit.rseq, inp.occurred_at, inp.entry_id))
-    if query.sort == "relevance":
-        scored.sort(key=lambda t: (-t[0], -t[2]))
+    searchers = index.searchers()
+    depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
+    stats = collect_stats(index, searchers, stem_all(words), TUNING.fuzzy) if words else None
+    hits = run_search(index, query, as_of, words, depth=depth, searchers=searchers,
+                      expand=TUNING.expand_prefix)
+    candidates = _candidates(views, hits, stats, now)
+    top = max((c.text for c in candidates), default=0.0)
+    scored = [(c, c.text / top if stats is not None and top > 0 else c.blend) for c in candidates]
+    scored = [(c, r) for c, r in scored if r >= query.min_relevance]
+    if query.sort != "relevance":
+        scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
+    elif stats is not None:
+        scored.sort(key=lambda t: (-t[0].text, -t[0].blend, -t[0].rseq))
     else:
-        scored.sort(key=lambda t: (t[3], t[2]), reverse=query.sort == "newest")
-    return Ranking(tuple(words), _shown(views, scored, query.limit))
+        scored.sort(key=lambda t: (-t[0].blend, -t[0].rseq))
+    return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
 
 
-def _shown(views: ViewReader, scored: list[Scored], limit: int) -> list[Ranked]:
-    """The first ``limit`` scored hits whose entries are shown (their entries
-    are read a chunk at a time: one log read per chunk)."""
-    out: list[Ranked] = []
-    start = 0
-    while len(out) < limit and start < len(scored):
-        chunk = scored[start : start + limit - len(out)]
-        start += len(chunk)
-        entries = views.entries(t[4] for t in chunk)
-        for (relevance, factor, _, _, _), view in zip(chunk, entries, strict=True):
-            if view is not None and view.entry is not None and view.state in SHOWN_STATES:
-                out.append(Ranked(relevance, factor, view))
+def _content_words(words: list[str]) -> list[str]:
+    """``words`` without stop words (all of them when nothing else is left)."""
+    kept = [w for w in words if w not in TUNING.stop_words]
+    return kept or words
+
+
+def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
+    """The shown entries of ``hits``, each with its exact text score (when
+    ``stats``) and its blend; entries are read one chunk at a time."""
+    params = views.decay_params()
+    out = _memories(views, [h for h in hits if h.memory], stats, now, params)
+    hits = [h for h in hits if not h.memory]
+    inputs = views.rank_inputs(h.rseq for h in hits)
+    found = [(h, inp) for h, inp in zip(hits, inputs, strict=True) if inp is not None]
+    accessed = views.any_access()
+    for start in range(0, len(found), 64):
+        chunk = found[start : start + 64]
+        for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
+            if view is None or view.entry is None or view.state not in SHOWN_STATES:
+                continue
+            text = 1.0 if stats is None else score_text(terms(searchable_text(view.entry)), stats)
+            out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
+
+
+def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int,
+              params: Any) -> list[_Candidate]:
+    """The memories of ``hits`` still saved (as of the views) with their scores;
+    each is found from its ``memory.saved`` record (one log read)."""
+    out: list[_Candidate] = []
+    if not hits:
+        return out
+    for hit, event in zip(hits, views.events_at([h.rseq for h in hits]), strict=True):
+        if not isinstance(event, MemorySaved):
+            continue
+        memory = views.memory_by_id(event.memory_id)
+        if memory is None or memory.memory_id != event.memory_id or memory.content is None:
+            continue
+        text = 1.0 if stats is None else score_text(terms(memory_text(memory.key, memory.content)), stats)
+        blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
+        out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
+    return out
+
+
+def _candidate(views: ViewReader, hit: SearchHit, inp: RankInputs, view: EntryView, text: float,
+               params: Any, now: int, accessed: bool) -> _Candidate:
+    access = views.access(inp.entry_id) if accessed else _NO_ACCESS
+    blend, factor = score(1.0, 1.0, inp.kind, inp.occurred_at, now, access.count, access.last_at,
+                          inp.importance, params)
+    return _Candidate(text, blend, factor, hit.rseq, inp.occurred_at, view)
 
 
 def score(hit_text: float, top_text: float, kind: str, occurred_at: int, now: int,

@@ -166,6 +166,7 @@ def test_history_lists_every_touch_with_both_times(tmp_path: Path) -> None:
         tid = mem.add_task(sid, content="configure the pool", occurred_at="2026-01-10T09:00:00Z")
         mem.complete_task(tid)
         mem.search("pool")
+        mem.store.access.flush()  # accesses are appended in batches, off the read path
         items = mem.history(tid)
         assert [i.type for i in items] == ["entry.recorded", "entry.updated", "entries.accessed"]
         assert items[0].content == "configure the pool" and items[0].occurred_at == "2026-01-10T09:00:00Z"

@@ -35,12 +35,16 @@ def test_failed_batch_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_search_records_accesses_unless_switched_off(tmp_path: Path) -> None:
-    """Each search appends one entries.accessed event, unless record_access is off."""
+    """Searches note their accesses, appended as one batched entries.accessed event
+    (off the read path: at the background flush or the store's close), unless
+    record_access is off. (It used to be one durable append per search.)"""
     with MemoryLog.open(tmp_path / "s") as mem:
         sid = mem.start_session()
         mem.add_message(sid, role="user", content="postgres tuning")
         before = mem.log.head().seq
         mem.search("postgres")
+        mem.search("tuning")
+        assert mem.store.access.flush() == 1
         assert mem.log.head().seq == before + 1
         assert mem.log.get(before + 1).type == "entries.accessed"
         mem.search("postgres", record_access=False)
@@ -59,6 +63,7 @@ def test_accesses_raise_the_decay_factor(tmp_path: Path) -> None:
         b = mem.add_message(sid, role="user", content="beta cache note", occurred_at=when)
         for _ in range(5):
             mem.search("alpha")
+            mem.store.access.flush()  # accesses are batched; one flush per search keeps five
         hits = {h.id: h for h in mem.search("cache note", record_access=False)}
         assert hits[a].decay > hits[b].decay
 

@@ -27,17 +27,26 @@ def search_dump(proj: Projections, as_of: int | None = None, catch_up: bool = Tr
     return out
 
 
+def vector_dump(proj: Projections, as_of: int | None = None) -> list[list[int]]:
+    """Document seqs the vector search returns (all it holds) for the fixed queries."""
+    assert proj.vectors is not None and proj.embedder is not None
+    queries = proj.embedder.embed(QUERIES)
+    return [sorted(r for r, _ in proj.vectors.search(q, 1000, as_of)) for q in queries]
+
+
 def full_dump(proj: Projections) -> dict[str, Any]:
-    """Every views database plus the search results."""
+    """Every views database, the search results and every stored vector."""
     proj.catch_up(search=True)
-    assert proj.views is not None
-    return {"views": proj.views.dump(), "search": search_dump(proj)}
+    assert proj.views is not None and proj.vectors is not None
+    return {"views": proj.views.dump(), "search": search_dump(proj), "vectors": proj.vectors.dump(),
+            "vector_search": vector_dump(proj)}
 
 
 @settings(max_examples=25)
 @given(history=steps)
 def test_replay_equals_live(tmp_path_factory: pytest.TempPathFactory, history: list[Any]) -> None:
-    """After random events applied live, a full replay gives identical projections."""
+    """After random events applied live, a full replay gives identical projections
+    (the vector projection included: the same vectors, bytes for bytes)."""
     root: Path = tmp_path_factory.mktemp("store")
     with EventLog.open(root / "log") as log:
         proj = Projections(root, log, shards=2)
@@ -74,7 +83,7 @@ def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str]
 @given(history=steps, data=st.data())
 def test_as_of_equals_replay_until(tmp_path_factory: pytest.TempPathFactory, history: list[Any],
                                    data: st.DataObject) -> None:
-    """Views read as of @k equal a replay stopped at @k.
+    """Views, search and vectors read as of @k equal a replay stopped at @k.
 
     Content erased, redacted or forgotten after k is left out of the comparison:
     as-of reads never show it (privacy wins), a replay stopped at k cannot either.
@@ -93,12 +102,17 @@ def test_as_of_equals_replay_until(tmp_path_factory: pytest.TempPathFactory, his
             touched = {e[3] for e in runner.entries if e[0] in runner.erased}
             past = visible(proj, k, ids, runner.erased, touched, runner.forgotten)
             past_search = search_dump(proj, k)
+            past_vectors = vector_dump(proj, k)
             proj.replay(until=k)
             assert visible(proj, None, ids, runner.erased, touched, runner.forgotten) == past
             erased_seqs = {e[1] for e in runner.entries if e[0] in runner.erased}
             replayed = search_dump(proj, catch_up=False)
             assert [sorted(set(h) - erased_seqs) for h in replayed] == [
                 sorted(set(h) - erased_seqs) for h in past_search
+            ]
+            vectors = vector_dump(proj)  # the vectors as of k are those of a replay stopped at k
+            assert [sorted(set(h) - erased_seqs) for h in vectors] == [
+                sorted(set(h) - erased_seqs) for h in past_vectors
             ]
         finally:
             proj.close()

@@ -1,0 +1,60 @@
+"""BM25 statistics are global: an entry's score does not depend on its shard.
+
+On the code before the recall issue (main 4171ad7) the first test fails: each
+of the 16 shards kept its own idf and average length, so six identical
+lessons in six shards got six different relevances.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from commands import MemoryLog
+from projections.search.bm25 import collect_stats, score_text
+from projections.search.terms import terms
+
+LESSON = "always pin the postgres version in the deploy pipeline"
+WORDS = ["cache", "redis", "queue", "worker", "deploy", "pipeline", "postgres", "index", "shard", "lock",
+         "retry", "budget", "schema", "migration", "backup", "restore", "token", "latency"]
+
+
+def _store(path: Path) -> tuple[MemoryLog, list[str]]:
+    mem = MemoryLog.open(path)
+    rng = random.Random(5)
+    sid = mem.start_session()
+    when = "2026-01-10T09:00:00Z"
+    lessons: list[str] = []
+    for i in range(60):  # other entries of varied lengths, spread over the shards
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 40)))
+        mem.add_message(sid, role="user", content=text, occurred_at=when)
+        if i % 10 == 0:
+            lessons.append(mem.record_lesson(sid, content=LESSON, occurred_at=when))
+    return mem, lessons
+
+
+def test_identical_lessons_in_different_shards_score_the_same(tmp_path: Path) -> None:
+    mem, lessons = _store(tmp_path / "s")
+    with mem:
+        index = mem.proj.search_index
+        assert index is not None
+        assert len({index.shard_of(e) for e in lessons}) >= 4  # they do land in different shards
+        for text in ("postgres version pipeline", "pin deploy", "postgres"):
+            hits = {r.id: r.score for r in mem.search(text, limit=100, record_access=False)}
+            scores = {hits[e] for e in lessons}
+            assert len(scores) == 1, (text, scores)
+
+
+def test_the_score_is_bm25_with_global_statistics(tmp_path: Path) -> None:
+    """Global N, df and avgdl: the same value whatever the shard layout."""
+    mem, _ = _store(tmp_path / "s")
+    with mem:
+        mem.proj.catch_up(search=True)
+        index = mem.proj.search_index
+        assert index is not None
+        searchers = index.searchers()
+        stats = collect_stats(index, searchers, terms("postgres pipeline"))
+        assert stats.docs == 66
+        df = sum(s.doc_freq("content", "postgr") for _, s in searchers)
+        assert 6 <= df < 66 and stats.idf["postgr"] > 0
+        assert score_text(terms(LESSON), stats) > score_text(terms("postgres"), stats) * 0.5
