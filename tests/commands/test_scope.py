@@ -149,3 +149,15 @@ def test_context_without_query_shows_the_newest(tmp_path: Path) -> None:
             mem.record_decision(first if i % 2 else second, decision=f"decision number {i}")
         text = mem.context(second).text
         assert [f"decision number {i}" in text for i in (39, 38, 37, 36)] == [True, True, True, False]
+
+
+def test_user_scoped_memory_search(run: Run) -> None:
+    """``search --user U --source memories`` finds U's memories and nobody else's."""
+    run("remember", "--user", "alice", "favourite_db", "PostgreSQL for the ledger")
+    run("remember", "--user", "bob", "favourite_db", "MySQL for the ledger")
+    code, hits, err = run("search", "ledger", "--user", "alice", "--source", "memories")
+    assert code == 0, err
+    assert [h["content"] for h in hits] == ["PostgreSQL for the ledger"]
+    code, hits, err = run("search", "ledger", "--user", "alice", "--source", "both")
+    assert code == 0 and [h["type"] for h in hits] == ["memory"]
+    assert run("search", "ledger", "--source", "everything")[0] == 2
