@@ -105,7 +105,7 @@ class Projections(ProjectionDir):
             start = min(marks)
             if start < head:
                 try:
-                    with self._vector_feed() as feed:  # the vectors catch up in the same pass
+                    with self._vector_feed(start) as feed:  # the vectors catch up in the same pass
                         skipped = self._index_range(index, marks, start + 1, head, progress, feed)
                     if skipped:  # before the commit: a crash in between records them again
                         add_skips(self.root / "search" / "skipped", skipped)
@@ -143,10 +143,12 @@ class Projections(ProjectionDir):
         return skipped
 
     @contextlib.contextmanager
-    def _vector_feed(self) -> Iterator[VectorFeed | None]:
+    def _vector_feed(self, start: int) -> Iterator[VectorFeed | None]:
         """A feed of the vectors (created if need be) for the search catch-up's
-        pass, under the vectors' lock; None without an embedder. What it
-        collected is applied when the pass ends without an error."""
+        pass over the records after ``start``, under the vectors' lock; None
+        without an embedder, or when the vectors are behind ``start`` (they then
+        catch up alone). What it collected is applied when the pass ends
+        without an error."""
         if self.embedder is None:
             yield None
             return
@@ -154,6 +156,9 @@ class Projections(ProjectionDir):
             self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         with file_lock(self.root / "vectors.lock"):
             feed = VectorFeed(self.vectors, _VECTOR_OPS)
+            if feed.done < start:
+                yield None
+                return
             yield feed
             feed.flush()
 
