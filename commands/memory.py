@@ -18,8 +18,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from eventstore import EntryChanges, EventLog, VerifyResult
-from projections import DecayParams, DeletionRecord, Projections
-from projections.embed import Embedder
+from projections import DecayParams, DeletionRecord, Embedder, Projections
 
 from .app import (
     ContextBlock,

@@ -9,6 +9,7 @@ entries out.
 
 from ._skips import Skipped
 from .decay import access_score, decay_factor, entry_importance, importance_of, relevance
+from .embed import Embedder, VectorIndex, default_embedder
 from .models import (
     DEFAULT_RATES,
     AccessView,
@@ -49,6 +50,7 @@ __all__ = [
     "AccessView",
     "DecayParams",
     "DeletionRecord",
+    "Embedder",
     "EntryView",
     "MemoryView",
     "Projections",
@@ -66,11 +68,13 @@ __all__ = [
     "Skipped",
     "StoredEntry",
     "TombstoneInfo",
+    "VectorIndex",
     "ViewReader",
     "ViewStore",
     "access_score",
     "build_schema",
     "decay_factor",
+    "default_embedder",
     "entry_document",
     "entry_importance",
     "importance_of",

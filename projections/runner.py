@@ -36,15 +36,17 @@ from ._dirs import file_lock, mark_layout, wipe_replaced
 from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
-from .embed.ops import vector_ops
+from .embed.ops import VectorFeed, vector_ops
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
+from .search.apply import Op
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
 
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
-_VECTOR_CHUNK = 2_000
+_VECTOR_CHUNK = 2_000  # records per vector transaction when the vectors catch up alone
+_VECTOR_OPS = 2_000  # operations per vector transaction during the search catch-up
 
 Progress = Callable[[int], None]
 
@@ -103,7 +105,8 @@ class Projections(ProjectionDir):
             start = min(marks)
             if start < head:
                 try:
-                    skipped = self._index_range(index, marks, start + 1, head, progress)
+                    with self._vector_feed(start) as feed:  # the vectors catch up in the same pass
+                        skipped = self._index_range(index, marks, start + 1, head, progress, feed)
                     if skipped:  # before the commit: a crash in between records them again
                         add_skips(self.root / "search" / "skipped", skipped)
                 except BaseException:
@@ -115,24 +118,49 @@ class Projections(ProjectionDir):
             self._indexed_head = head
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
-                     progress: Progress | None) -> list[Skipped]:
-        """Index records ``first`` to ``last``; return those that could not be
-        indexed (each is skipped, reported and logged)."""
+                     progress: Progress | None, feed: VectorFeed | None) -> list[Skipped]:
+        """Index records ``first`` to ``last`` (and feed their operations to the
+        vectors); return those that could not be indexed (each is skipped,
+        reported and logged)."""
         assert self.views is not None
         skipped = []
         with self.views.read() as views:
             for rec in self.log.read(first, last):
                 views.as_of = rec.seq
+                ops: list[Op] = []
                 try:
-                    _index_record(index, marks, rec, views)
+                    ops = list(search_ops(rec, views))
+                    _index_record(index, marks, rec.seq, ops)
                 except Exception as exc:
                     if not unapplicable(exc):
                         raise
                     skipped.append(Skipped(rec.seq, rec.type, error_class(exc), "search"))
                     warn_skipped(skipped[-1])
+                if feed is not None:
+                    feed.add(rec.seq, ops)
                 if progress and rec.seq % 10_000 == 0:
                     progress(rec.seq)
         return skipped
+
+    @contextlib.contextmanager
+    def _vector_feed(self, start: int) -> Iterator[VectorFeed | None]:
+        """A feed of the vectors (created if need be) for the search catch-up's
+        pass over the records after ``start``, under the vectors' lock; None
+        without an embedder, or when the vectors are behind ``start`` (they then
+        catch up alone). What it collected is applied when the pass ends
+        without an error."""
+        if self.embedder is None:
+            yield None
+            return
+        if self.vectors is None:  # the first search of this projection directory creates it
+            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
+        with file_lock(self.root / "vectors.lock"):
+            feed = VectorFeed(self.vectors, _VECTOR_OPS)
+            if feed.done < start:
+                yield None
+                return
+            yield feed
+            feed.flush()
 
     def _catch_up_vectors(self, head: int, progress: Progress | None) -> None:
         """Bring the vectors to ``head``, a chunk of records per transaction
@@ -352,10 +380,10 @@ class Projections(ProjectionDir):
         return sorted(found, key=lambda s: (s.seq, s.projection))
 
 
-def _index_record(index: SearchIndex, marks: list[int], rec: RecordedEvent, views: ViewReader) -> None:
-    """Apply one record's index operations to the shards not past it."""
-    for op, entry_id, arg in search_ops(rec, views):
-        if rec.seq <= marks[index.shard_of(entry_id)]:
+def _index_record(index: SearchIndex, marks: list[int], seq: int, ops: list[Op]) -> None:
+    """Apply the index operations of the record at ``seq`` to the shards not past it."""
+    for op, entry_id, arg in ops:
+        if seq <= marks[index.shard_of(entry_id)]:
             continue
         if op == "add":
             index.add(entry_id, arg)

@@ -104,14 +104,15 @@ def stats(store: Store) -> dict[str, Any]:
 
 
 def _vector_stats(store: Store, checkpoints: dict[str, int]) -> dict[str, Any] | None:
-    """The embedder's name and dimension and the vectors held (caught up first);
-    the vectors' checkpoint goes into ``checkpoints``. None without an embedder."""
-    vectors = store.proj.vectors
-    if vectors is None:
+    """The embedder's name and dimension and the vectors held (0 before the
+    first search creates them); the vectors' checkpoint goes into
+    ``checkpoints``. None without an embedder."""
+    embedder = store.proj.embedder
+    if embedder is None:
         return None
-    store.proj.catch_up(search=True)
-    checkpoints["vectors"] = vectors.checkpoint()
-    return {"name": vectors.embedder.name, "dim": vectors.embedder.dim, "vectors": len(vectors)}
+    vectors = store.proj.vectors
+    checkpoints["vectors"] = 0 if vectors is None else vectors.checkpoint()
+    return {"name": embedder.name, "dim": embedder.dim, "vectors": 0 if vectors is None else len(vectors)}
 
 
 def _dir_size(path: Path) -> int:

@@ -15,8 +15,7 @@ from typing import Literal, Self
 
 from eventstore import EventLog, LogSettings, StoreNotFoundError
 from eventstore.storage import check_private_dir
-from projections import Projections, ViewReader
-from projections.embed import Embedder
+from projections import Embedder, Projections, ViewReader
 
 from .access import AccessRecorder
 from .entries import EntryFactory

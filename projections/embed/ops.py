@@ -8,17 +8,18 @@ for each indexed document version, under the same rseq and interval.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from eventstore import RecordedEvent
 
-from ..search.apply import search_ops
+from ..search.apply import Op, search_ops
 from ..views.read import ViewReader
-from .store import VectorOp
+from .store import VectorIndex, VectorOp
 
-__all__ = ["vector_ops"]
+__all__ = ["VectorFeed", "from_search_ops", "vector_ops"]
 
 _OPEN = (1 << 63) - 1
 
@@ -37,14 +38,47 @@ _decode = msgspec.json.Decoder(_Doc).decode
 
 def vector_ops(rec: RecordedEvent, views: ViewReader) -> list[VectorOp]:
     """The vector operations of one record; ``views`` reads as of ``rec.seq``."""
+    return from_search_ops(rec.seq, search_ops(rec, views))
+
+
+def from_search_ops(seq: int, ops: Iterable[Op]) -> list[VectorOp]:
+    """The vector operations of the search operations of the record at ``seq``."""
     out: list[VectorOp] = []
-    for op, _, arg in search_ops(rec, views):
+    for op, _, arg in ops:
         if op == "add":
             doc = _decode(_as_bytes(arg))
-            out.append((rec.seq, "add", doc.rseq, doc.from_seq, doc.to_seq, doc.content))
+            out.append((seq, "add", doc.rseq, doc.from_seq, doc.to_seq, doc.content))
         elif op == "remove":
-            out.append((rec.seq, "remove", int(arg), 0, 0, ""))
+            out.append((seq, "remove", int(arg), 0, 0, ""))
     return out
+
+
+class VectorFeed:
+    """Vector operations collected while the search index catches up (the
+    record's search operations computed once for both), applied a chunk at a
+    time; records at or below the vectors' checkpoint are left out."""
+
+    def __init__(self, vectors: VectorIndex, chunk: int) -> None:
+        self.vectors = vectors
+        self.chunk = chunk
+        self.done = vectors.checkpoint()
+        self.last = self.done
+        self.ops: list[VectorOp] = []
+
+    def add(self, seq: int, ops: Iterable[Op]) -> None:
+        """The search operations of the record at ``seq`` (none when it was skipped)."""
+        if seq <= self.done:
+            return
+        self.ops += from_search_ops(seq, ops)
+        self.last = seq
+        if len(self.ops) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        """Apply what was collected, moving the checkpoint to the last record seen."""
+        if self.last > self.done:
+            self.done = self.vectors.apply(self.ops, self.last)
+        self.ops = []
 
 
 def _as_bytes(doc: Any) -> bytes:

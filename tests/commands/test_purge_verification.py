@@ -43,7 +43,8 @@ def test_a_clean_purge_records_its_checks(tmp_path: Path) -> None:
         mid = mem.add_message(sid, role="user", content=TEXT)
         report = mem.delete(ids=[mid], reason="r", requested_by="dpo")
     assert report.verified and not report.findings and report.action is None
-    assert report.checks[0] == "scan for 1 deleted texts"
+    vectors = "" if mem.store.proj.embedder is None else " and 1 of their vectors"
+    assert report.checks[0] == "scan for 1 deleted texts" + vectors
     assert any("unchanged" in c for c in report.checks)
 
 

@@ -209,3 +209,26 @@ def test_a_damaged_vector_file_is_rebuilt_on_open(tmp_path: Path) -> None:
             assert proj.vectors is not None and proj.vectors.dump() == before
         finally:
             proj.close()
+
+
+def test_vectors_behind_the_index_catch_up_alone(tmp_path: Path) -> None:
+    """Vectors behind the search index (emptied) are not fed the index's pass from
+    its own checkpoint: they catch up from theirs, to the same vectors as a replay."""
+    with EventLog.open(tmp_path / "log") as log:
+        _history(log)
+        proj = Projections(tmp_path, log, shards=2, embedder=Hashing())
+        try:
+            proj.catch_up(search=True)
+            assert proj.vectors is not None
+            proj.vectors.clear()
+            log.append("session:s", [EntryRecorded(entry_id="e9", kind="message", content="late entry",
+                                                   occurred_at=1_700_000_000_000_009, session_id="s")],
+                       actor="t")
+            proj.catch_up(search=True)
+            live = proj.vectors.dump()
+            assert len(live) == 4
+            proj.replay()
+            proj.catch_up(search=True)
+            assert proj.vectors is not None and proj.vectors.dump() == live
+        finally:
+            proj.close()
