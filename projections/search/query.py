@@ -13,7 +13,7 @@ from eventstore import MEMORY_DOC_KIND, InvalidQueryError, SearchMode, SearchSou
 from . import terms as _terms
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
-__all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_words", "filter_clauses",
+__all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_query", "check_words", "filter_clauses",
            "run_search", "scope_clause", "tokens"]
 
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
@@ -85,6 +85,14 @@ def check_words(text: str, words: list[str]) -> None:
         raise InvalidQueryError(
             "the query has no word to search for (words are letters or digits, at most 40 "
             "characters); give an empty query to list everything")
+
+
+def check_query(query: SearchQuery, words: list[str]) -> None:
+    """Refuse a limit Tantivy cannot take, a floor outside [0, 1] and text without words."""
+    check_limit(query.limit)
+    if not 0.0 <= query.min_relevance <= 1.0:
+        raise InvalidQueryError("min_relevance must be between 0 and 1")
+    check_words(query.text, words)
 
 
 def build_query(schema: Any, query: SearchQuery, as_of: int | None,
@@ -208,11 +216,8 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     (entries compacted out of their session) and asks a shard again for more
     when that left it short.
     """
-    check_limit(query.limit)
-    if not 0.0 <= query.min_relevance <= 1.0:
-        raise InvalidQueryError("min_relevance must be between 0 and 1")
     words = tokens(query.text) if words is None else words
-    check_words(query.text, words)
+    check_query(query, words)
     searchers = index.searchers() if searchers is None else searchers
     stems = _terms.stem_all(words)
     known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))

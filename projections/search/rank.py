@@ -30,8 +30,9 @@ from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, score_text
+from .fusion import FUSION, fuse, merge_hits, resolve_mode, semantic_hits
 from .index import SearchIndex, memory_text, searchable_text
-from .query import SearchHit, SearchQuery, run_search, tokens
+from .query import SearchHit, SearchQuery, check_query, run_search, tokens
 from .terms import STOP_WORDS, stem_all, terms
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
@@ -47,7 +48,7 @@ class Tuning(msgspec.Struct):
     (``tools/bench_recall.py``) shows it earns its place."""
 
     depth: int = 40          # candidates read and rescored: max(depth, depth_per_limit * limit)
-    depth_per_limit: float = 1.5
+    depth_per_limit: float = 1.0
     expand_prefix: bool = False  # the last word also stands for words it begins
     fuzzy: bool = True       # a word in no document matches near words
     stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
@@ -82,29 +83,48 @@ class _Candidate(NamedTuple):
 
 
 def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
-         now: int) -> Ranking:
+         now: int, vectors: Any = None, embedder: Any = None) -> Ranking:
     """The entries ``query`` finds (as of a seq, if given), ranked by relevance
     (or time) at ``now`` and cut to the limit; only shown (live or redacted)
-    entries are returned."""
+    entries are returned. ``vectors`` and ``embedder`` (Contract 2) allow the
+    semantic and hybrid modes (:mod:`.fusion`)."""
     words = _content_words(tokens(query.text))
     if not query.include_archived and query.session_id is None and (archived := views.archived_sessions()):
         query = msgspec.structs.replace(query, exclude_sessions=archived)
+    check_query(query, words)
+    mode = resolve_mode(query, bool(words), embedder, vectors)
     searchers = index.searchers()
     depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
     stats = collect_stats(index, searchers, stem_all(words), TUNING.fuzzy) if words else None
-    hits = run_search(index, query, as_of, words, depth=depth, searchers=searchers,
-                      expand=TUNING.expand_prefix)
-    candidates = _candidates(views, hits, stats, now)
-    top = max((c.text for c in candidates), default=0.0)
-    scored = [(c, c.text / top if stats is not None and top > 0 else c.blend) for c in candidates]
+    hits = [] if mode == "semantic" else run_search(
+        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix)
+    semantic = {} if mode == "text" else semantic_hits(
+        index, searchers, query, as_of, embedder, vectors, FUSION.depth)
+    candidates = _candidates(views, merge_hits(hits, semantic) if semantic else hits, stats, now)
+    scored = _relevance(candidates, stats is not None, semantic, mode)
     scored = [(c, r) for c, r in scored if r >= query.min_relevance]
     if query.sort != "relevance":
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
-    elif stats is not None:
-        scored.sort(key=lambda t: (-t[0].text, -t[0].blend, -t[0].rseq))
-    else:
-        scored.sort(key=lambda t: (-t[0].blend, -t[0].rseq))
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
+
+
+def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int, tuple[float, bool]],
+               mode: str) -> list[tuple[_Candidate, float]]:
+    """Candidates with their relevance in [0, 1], best first: the text score
+    (as a share of the best) in text mode, the fused score in the others; the
+    blend breaks ties. Browsing ranks by the blend alone."""
+    if not has_text:
+        out = [(c, c.blend) for c in candidates]
+        out.sort(key=lambda t: (-t[1], -t[0].rseq))
+        return out
+    if mode == "text":
+        keys = [c.text for c in candidates]
+    else:
+        keys = fuse([c.text for c in candidates], [c.rseq for c in candidates], semantic, mode)
+    top = max(keys, default=0.0)
+    order = sorted(range(len(candidates)), key=lambda i: (-keys[i], -candidates[i].text,
+                                                           -candidates[i].blend, -candidates[i].rseq))
+    return [(candidates[i], max(0.0, keys[i]) / top if top > 0 else 0.0) for i in order]
 
 
 def _content_words(words: list[str]) -> list[str]:
@@ -127,7 +147,8 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
-            text = 1.0 if stats is None else score_text(terms(searchable_text(view.entry)), stats)
+            text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else score_text(
+                terms(searchable_text(view.entry)), stats)
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
@@ -145,7 +166,8 @@ def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now
         memory = views.memory_by_id(event.memory_id)
         if memory is None or memory.memory_id != event.memory_id or memory.content is None:
             continue
-        text = 1.0 if stats is None else score_text(terms(memory_text(memory.key, memory.content)), stats)
+        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else score_text(
+            terms(memory_text(memory.key, memory.content)), stats)
         blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
         out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
     return out
