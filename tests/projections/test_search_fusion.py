@@ -73,7 +73,8 @@ def test_semantic_mode_ranks_by_cosine_within_the_filters(store: MemoryLog) -> N
         found = _rank(store, SearchQuery(text="database", mode="semantic"), vectors)
         assert found == ["bob's secret relational store", "we picked a relational store",
                          "the database is postgres"]
-        scoped = _rank(store, SearchQuery(text="database", mode="semantic", scope=Scope(user_id="alice")), vectors)
+        query = SearchQuery(text="database", mode="semantic", scope=Scope(user_id="alice"))
+        scoped = _rank(store, query, vectors)
         assert scoped == []  # the entries carry no user id: only their sessions would let them in
 
 
