@@ -39,6 +39,7 @@ class Fusion(msgspec.Struct):
     text: float = 1.0
     semantic: float = 0.5
     depth: int = 40  # semantic candidates asked of the vector index
+    floor: float = 0.3  # semantic candidates below this cosine are dropped (measured: no recall lost)
 
 
 FUSION = Fusion()
@@ -72,7 +73,7 @@ def semantic_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: S
                   depth: int) -> dict[int, tuple[float, bool]]:
     """The nearest documents the query's filters allow: rseq -> (cosine, is a memory)."""
     vector = embedder.embed([query.text])[0]
-    near = vectors.search(vector, depth, as_of)
+    near = [(r, c) for r, c in vectors.search(vector, depth, as_of) if c >= FUSION.floor]
     if not near:
         return {}
     cosine = dict(near)
