@@ -14,7 +14,7 @@ from . import terms as _terms
 from .index import OPEN_SEQ, SearchIndex, check_limit
 
 __all__ = ["Scope", "SearchHit", "SearchQuery", "build_query", "check_query", "check_words", "filter_clauses",
-           "run_search", "scope_clause", "tokens"]
+           "prefix_expansions", "run_search", "scope_clause", "tokens"]
 
 _Must, _Should, _MustNot = tantivy.Occur.Must, tantivy.Occur.Should, tantivy.Occur.MustNot
 _EXPANSIONS = 8  # indexed words a trailing prefix may stand for
@@ -180,8 +180,12 @@ def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tupl
     return options[0][1] if len(options) == 1 else tantivy.Query.boolean_query(options)
 
 
-def _prefix_expansions(searchers: list[tuple[int, Any]], words: list[str]) -> tuple[str, ...]:
-    """The most frequent indexed words that the last word (3+ characters) begins."""
+def prefix_expansions(searchers: list[tuple[int, Any]], words: list[str]) -> tuple[str, ...]:
+    """The most frequent indexed words that the last word (3+ characters)
+    begins: the word may still be being typed ("postgre"; seed 002). Measured
+    on LoCoMo with stemming and stop words, expanding only a last word in no
+    document, or any last word, gave the same recall (R@10 66.6); any last
+    word it is, as seed 002 has it."""
     if not words or len(words[-1]) < 3:
         return ()
     counts: dict[str, int] = {}
@@ -206,12 +210,12 @@ def _interval(schema: Any, as_of: int) -> Any:
 
 def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
                words: list[str] | None = None, *, depth: int | None = None,
-               searchers: list[tuple[int, Any]] | None = None, expand: bool = False) -> list[SearchHit]:
+               searchers: list[tuple[int, Any]] | None = None, expand: bool = True) -> list[SearchHit]:
     """Top hits by (per-shard) BM25 across shards: the candidates of ranking.
 
     ``depth``: how many (default: twice the limit, at least 20). ``expand``:
-    the last word also stands for the indexed words it begins (off by
-    default: measured, it costs recall). Shards are searched in parallel
+    a last word in no document also stands for the indexed words it begins
+    (:func:`prefix_expansions`). Shards are searched in parallel
     (Tantivy releases the GIL). A current search drops ended documents
     (entries compacted out of their session) and asks a shard again for more
     when that left it short.
@@ -221,7 +225,7 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     searchers = index.searchers() if searchers is None else searchers
     stems = _terms.stem_all(words)
     known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))
-    expansions = _prefix_expansions(searchers, stems) if expand else ()
+    expansions = prefix_expansions(searchers, stems) if expand else ()
     try:
         q = build_query(index.schema, query, as_of, known, expansions, stems)
     except ValueError as exc:
