@@ -165,10 +165,12 @@ def _adjacent(index: SearchIndex, searchers: list[tuple[int, Any]], views: ViewR
     best = sorted((c for c in candidates if c.text > 0 and isinstance(c.view, EntryView)),
                   key=lambda c: -c.text)[: TUNING.neighbour_fetch]
     have = {c.rseq for c in candidates}
-    seqs = sorted({s for c in best for s in (c.rseq - 1, c.rseq + 1) if s > 0 and s not in have})
-    ok = allowed(index, searchers, query, as_of, seqs)
-    hits = [SearchHit(s, -1.0) for s in seqs if s in ok and not ok[s]]
-    return _candidates(views, hits, None, now, scored=False)
+    session = {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
+               if s > 0 and s not in have}
+    ok = allowed(index, searchers, query, as_of, sorted(session))
+    hits = [SearchHit(s, -1.0) for s in sorted(session) if s in ok and not ok[s]]
+    return [c for c in _candidates(views, hits, None, now, scored=False)
+            if session[c.rseq] is not None and getattr(c.view, "session_id", None) == session[c.rseq]]
 
 
 def _content_words(words: list[str]) -> list[str]:
