@@ -54,6 +54,7 @@ class Tuning(msgspec.Struct):
     stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
     neighbour: float = 0.6   # share of the best adjacent candidate's text score an entry gains
     neighbour_fetch: int = 10  # the top candidates whose adjacent entries join the candidates
+    neighbour_words: int = 2  # ... when the query has this many words (one word is a lookup)
 
 
 TUNING = Tuning()
@@ -104,7 +105,7 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
         index, searchers, query, as_of, embedder, vectors, FUSION.depth)
     candidates = _candidates(views, merge_hits(hits, semantic) if semantic else hits, stats, now)
     if TUNING.neighbour and stats is not None:
-        if TUNING.neighbour_fetch:
+        if TUNING.neighbour_fetch and len(set(words)) >= TUNING.neighbour_words:
             candidates += _adjacent(index, searchers, views, query, as_of, candidates, now)
         candidates = _neighbours(candidates, TUNING.neighbour)
     scored = _relevance(candidates, stats is not None, semantic, mode)

@@ -44,9 +44,10 @@ def store(tmp_path: Path) -> MemoryLog:
     mem = MemoryLog.open(tmp_path / "s", embedder=None)
     alice = mem.start_session(user_id="alice")
     bob = mem.start_session(user_id="bob")
-    mem.add_message(alice, role="user", content="the database is postgres")       # seq of entry 1
-    mem.add_message(alice, role="user", content="we picked a relational store")   # no word of the query
+    other = mem.start_session(user_id="alice")
+    mem.add_message(alice, role="user", content="the database is postgres")
     mem.add_message(bob, role="user", content="bob's secret relational store")    # Bob's
+    mem.add_message(other, role="user", content="we picked a relational store")   # no word of the query
     mem.add_message(alice, role="user", content="lunch was pasta")
     return mem
 
