@@ -29,7 +29,7 @@ from .query import SearchHit, SearchQuery, filter_clauses
 __all__ = ["FUSION", "Fusion", "fuse", "resolve_mode", "semantic_hits"]
 
 _Must, _Should = tantivy.Occur.Must, tantivy.Occur.Should
-_SCAN_DOCS = 2_000  # a shard this small is listed under the filters, not looked up by rseq
+_SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed, not looked up
 
 
 class Fusion(msgspec.Struct):
@@ -95,10 +95,11 @@ def allowed(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQ
     def matching(searcher: Any) -> list[tuple[int, bool]]:
         # A small shard is cheaper to list whole under the filters than to
         # look up each rseq (measured: 0.04 ms against 1.1 ms for 100 rseqs
-        # over 16 shards of 40 documents; a term set query took 4 ms).
+        # over 16 shards of 40 documents; a term set query took 4 ms); a
+        # large one is not (listing 16 shards of 1,250 costs ~10 ms).
         if searcher.num_docs == 0:
             return []  # Tantivy panics on a limit of 0
-        scan = searcher.num_docs <= _SCAN_DOCS
+        scan = searcher.num_docs <= _SCAN_PER_RSEQ * len(wanted)
         q = by_filters if scan else by_terms
         found = searcher.search(q, searcher.num_docs if scan else len(wanted), count=False).hits
         addrs = [addr for _, addr in found]
