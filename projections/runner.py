@@ -235,12 +235,13 @@ class Projections(ProjectionDir):
         ``search=True`` (several searches on one snapshot, as the context
         builder makes); without it, one is opened for this search.
         """
+        vectors, embedder = getattr(self, "vectors", None), getattr(self, "embedder", None)
         if reader is not None:
             assert self.search_index is not None
-            return rank(self.search_index, reader, query, as_of, now)
+            return rank(self.search_index, reader, query, as_of, now, vectors, embedder)
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
-            return rank(self.search_index, views, query, as_of, now)
+            return rank(self.search_index, views, query, as_of, now, getattr(self, "vectors", None), embedder)
 
     # -- physical purge -----------------------------------------------------
 

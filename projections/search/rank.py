@@ -30,8 +30,9 @@ from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, score_text
+from .fusion import FUSION, allowed, fuse, merge_hits, resolve_mode, semantic_hits
 from .index import SearchIndex, memory_text, searchable_text
-from .query import SearchHit, SearchQuery, run_search, tokens
+from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
 from .terms import STOP_WORDS, stem_all, terms
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
@@ -47,10 +48,13 @@ class Tuning(msgspec.Struct):
     (``tools/bench_recall.py``) shows it earns its place."""
 
     depth: int = 40          # candidates read and rescored: max(depth, depth_per_limit * limit)
-    depth_per_limit: float = 1.5
-    expand_prefix: bool = False  # the last word also stands for words it begins
+    depth_per_limit: float = 1.0
+    expand_prefix: bool = True  # the last word also stands for the indexed words it begins
     fuzzy: bool = True       # a word in no document matches near words
     stop_words: frozenset[str] = STOP_WORDS  # query words left out (unless all are)
+    neighbour: float = 0.6   # share of the best adjacent candidate's text score an entry gains
+    neighbour_fetch: int = 10  # the top candidates whose adjacent entries join the candidates
+    neighbour_words: int = 2  # ... when the query has this many words (one word is a lookup)
 
 
 TUNING = Tuning()
@@ -82,29 +86,92 @@ class _Candidate(NamedTuple):
 
 
 def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
-         now: int) -> Ranking:
+         now: int, vectors: Any = None, embedder: Any = None) -> Ranking:
     """The entries ``query`` finds (as of a seq, if given), ranked by relevance
     (or time) at ``now`` and cut to the limit; only shown (live or redacted)
-    entries are returned."""
+    entries are returned. ``vectors`` and ``embedder`` (Contract 2) allow the
+    semantic and hybrid modes (:mod:`.fusion`)."""
     words = _content_words(tokens(query.text))
     if not query.include_archived and query.session_id is None and (archived := views.archived_sessions()):
         query = msgspec.structs.replace(query, exclude_sessions=archived)
+    check_query(query, words)
+    mode = resolve_mode(query, bool(words), embedder, vectors)
     searchers = index.searchers()
     depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
-    stats = collect_stats(index, searchers, stem_all(words), TUNING.fuzzy) if words else None
-    hits = run_search(index, query, as_of, words, depth=depth, searchers=searchers,
-                      expand=TUNING.expand_prefix)
-    candidates = _candidates(views, hits, stats, now)
-    top = max((c.text for c in candidates), default=0.0)
-    scored = [(c, c.text / top if stats is not None and top > 0 else c.blend) for c in candidates]
+    stats = _stats(index, searchers, words) if words else None
+    hits = [] if mode == "semantic" else run_search(
+        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix)
+    semantic = {} if mode == "text" else semantic_hits(
+        index, searchers, query, as_of, embedder, vectors, FUSION.depth)
+    candidates = _candidates(views, merge_hits(hits, semantic) if semantic else hits, stats, now)
+    if TUNING.neighbour and stats is not None:
+        if TUNING.neighbour_fetch and len(set(words)) >= TUNING.neighbour_words:
+            candidates += _adjacent(index, searchers, views, query, as_of, candidates, now)
+        candidates = _neighbours(candidates, TUNING.neighbour)
+    scored = _relevance(candidates, stats is not None, semantic, mode)
     scored = [(c, r) for c, r in scored if r >= query.min_relevance]
     if query.sort != "relevance":
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
-    elif stats is not None:
-        scored.sort(key=lambda t: (-t[0].text, -t[0].blend, -t[0].rseq))
-    else:
-        scored.sort(key=lambda t: (-t[0].blend, -t[0].rseq))
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
+
+
+def _stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: list[str]) -> Stats:
+    """Global statistics of the query's terms, and of the words an unfinished
+    last word stands for (as the candidates were found)."""
+    stems = stem_all(words)
+    if TUNING.expand_prefix:
+        stems += prefix_expansions(searchers, stems)
+    return collect_stats(index, searchers, stems, TUNING.fuzzy)
+
+
+def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int, tuple[float, bool]],
+               mode: str) -> list[tuple[_Candidate, float]]:
+    """Candidates with their relevance in [0, 1], best first: the text score
+    (as a share of the best) in text mode, the fused score in the others; the
+    blend breaks ties. Browsing ranks by the blend alone."""
+    if not has_text:
+        out = [(c, c.blend) for c in candidates]
+        out.sort(key=lambda t: (-t[1], -t[0].rseq))
+        return out
+    if mode == "text":
+        keys = [c.text for c in candidates]
+    else:
+        keys = fuse([c.text for c in candidates], [c.rseq for c in candidates], semantic, mode)
+    top = max(keys, default=0.0)
+    order = sorted(range(len(candidates)), key=lambda i: (-keys[i], -candidates[i].text,
+                                                           -candidates[i].blend, -candidates[i].rseq))
+    return [(candidates[i], max(0.0, keys[i]) / top if top > 0 else 0.0) for i in order]
+
+
+def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:
+    """Each entry gains ``share`` of the better text score of the candidates
+    recorded just before and after it in its session (a conversation's
+    answer is often the turn after the question's words)."""
+    by_seq = {c.rseq: c for c in candidates if isinstance(c.view, EntryView)}
+
+    def near(c: _Candidate, seq: int) -> float:
+        other = by_seq.get(seq)
+        if other is None or getattr(other.view, "session_id", None) != getattr(c.view, "session_id", 1):
+            return 0.0
+        return other.text
+
+    return [c._replace(text=c.text + share * max(near(c, c.rseq - 1), near(c, c.rseq + 1)))
+            if c.text >= 0 and isinstance(c.view, EntryView) else c for c in candidates]
+
+
+def _adjacent(index: SearchIndex, searchers: list[tuple[int, Any]], views: ViewReader, query: SearchQuery,
+              as_of: int | None, candidates: list[_Candidate], now: int) -> list[_Candidate]:
+    """The entries recorded just before and after the best text candidates,
+    in their sessions, that the query's filters allow (not scored for text)."""
+    best = sorted((c for c in candidates if c.text > 0 and isinstance(c.view, EntryView)),
+                  key=lambda c: -c.text)[: TUNING.neighbour_fetch]
+    have = {c.rseq for c in candidates}
+    session = {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
+               if s > 0 and s not in have}
+    ok = allowed(index, searchers, query, as_of, sorted(session))
+    hits = [SearchHit(s, -1.0) for s in sorted(session) if s in ok and not ok[s]]
+    return [c for c in _candidates(views, hits, None, now, scored=False)
+            if session[c.rseq] is not None and getattr(c.view, "session_id", None) == session[c.rseq]]
 
 
 def _content_words(words: list[str]) -> list[str]:
@@ -113,7 +180,8 @@ def _content_words(words: list[str]) -> list[str]:
     return kept or words
 
 
-def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
+def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int,
+                scored: bool = True) -> list[_Candidate]:
     """The shown entries of ``hits``, each with its exact text score (when
     ``stats``) and its blend; entries are read one chunk at a time."""
     params = views.decay_params()
@@ -127,7 +195,8 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
-            text = 1.0 if stats is None else score_text(terms(searchable_text(view.entry)), stats)
+            text = (0.0 if not scored or hit.text_score < 0 else 1.0 if stats is None
+                    else score_text(terms(searchable_text(view.entry)), stats))
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
@@ -145,7 +214,8 @@ def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now
         memory = views.memory_by_id(event.memory_id)
         if memory is None or memory.memory_id != event.memory_id or memory.content is None:
             continue
-        text = 1.0 if stats is None else score_text(terms(memory_text(memory.key, memory.content)), stats)
+        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else score_text(
+            terms(memory_text(memory.key, memory.content)), stats)
         blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
         out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
     return out

@@ -20,7 +20,7 @@ WORDS = ["cache", "redis", "queue", "worker", "deploy", "pipeline", "postgres", 
 
 
 def _store(path: Path) -> tuple[MemoryLog, list[str]]:
-    mem = MemoryLog.open(path)
+    mem = MemoryLog.open(path, embedder=None)  # text ranking: the scores under test
     rng = random.Random(5)
     sid = mem.start_session()
     when = "2026-01-10T09:00:00Z"
@@ -28,8 +28,8 @@ def _store(path: Path) -> tuple[MemoryLog, list[str]]:
     for i in range(60):  # other entries of varied lengths, spread over the shards
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 40)))
         mem.add_message(sid, role="user", content=text, occurred_at=when)
-        if i % 10 == 0:
-            lessons.append(mem.record_lesson(sid, content=LESSON, occurred_at=when))
+        if i % 10 == 0:  # each lesson alone in its session: no neighbouring turn lends it a score
+            lessons.append(mem.record_lesson(mem.start_session(), content=LESSON, occurred_at=when))
     return mem, lessons
 
 

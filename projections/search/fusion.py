@@ -1,0 +1,142 @@
+"""Semantic candidates and their fusion with the text ranking (Contract 2).
+
+The vector index (:mod:`projections.embed`) returns the documents nearest to
+the query's embedding; those that the query's filters allow (kinds, scope,
+sessions, times, the as-of interval, archived sessions, the source) are
+kept by asking Tantivy which of their rseqs match the same filter clauses as
+the text search (the rseqs AND the filters; a small shard is listed whole
+under the filters instead).
+
+The text and semantic rankings are fused with weighted reciprocal rank
+fusion: ``w_text / (K + text_rank) + w_semantic / (K + semantic_rank)``, a
+document absent from a ranking getting nothing from it. The weights and K
+are those measured best on LoCoMo (see ``docs/search.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import msgspec
+import tantivy
+
+from eventstore import InvalidQueryError
+
+from .index import SearchIndex
+from .query import SearchHit, SearchQuery, filter_clauses
+
+__all__ = ["FUSION", "Fusion", "fuse", "resolve_mode", "semantic_hits"]
+
+_Must, _Should = tantivy.Occur.Must, tantivy.Occur.Should
+_SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed, not looked up
+
+
+class Fusion(msgspec.Struct):
+    """Reciprocal rank fusion's constants (measured with tools/bench_recall.py)."""
+
+    k: float = 10.0
+    text: float = 1.0
+    semantic: float = 0.5
+    depth: int = 40  # semantic candidates asked of the vector index
+    floor: float = 0.3  # semantic candidates below this cosine are dropped (measured: no recall lost)
+
+
+FUSION = Fusion()
+
+
+class _Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+class _Vectors(Protocol):
+    def search(self, vector: Any, k: int, as_of: int | None) -> list[tuple[int, float]]: ...
+
+
+def resolve_mode(query: SearchQuery, has_text: bool, embedder: object, vectors: object) -> str:
+    """The mode a search runs in: the query's, else hybrid when an embedder is
+    installed, else text; browsing (no text) is always text. Semantic and
+    hybrid without an embedder are refused."""
+    if query.mode in ("semantic", "hybrid") and (embedder is None or vectors is None):
+        raise InvalidQueryError(
+            f"search mode {query.mode} needs an embedding model; install memlog[semantic] "
+            "(or pass an embedder), or use mode text")
+    if not has_text:
+        return "text"
+    if query.mode is not None:
+        return query.mode
+    return "hybrid" if embedder is not None and vectors is not None else "text"
+
+
+def semantic_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery,
+                  as_of: int | None, embedder: _Embedder, vectors: _Vectors,
+                  depth: int) -> dict[int, tuple[float, bool]]:
+    """The nearest documents the query's filters allow: rseq -> (cosine, is a memory)."""
+    vector = embedder.embed([query.text])[0]
+    near = [(r, c) for r, c in vectors.search(vector, depth, as_of) if c >= FUSION.floor]
+    if not near:
+        return {}
+    cosine = dict(near)
+    return {r: (cosine[r], m) for r, m in allowed(index, searchers, query, as_of, list(cosine)).items()}
+
+
+def allowed(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery, as_of: int | None,
+            rseqs: list[int]) -> dict[int, bool]:
+    """Which of ``rseqs`` the query's filters allow: rseq -> is a memory."""
+    if not rseqs:
+        return {}
+    wanted = set(rseqs)
+    filters = filter_clauses(index.schema, query, as_of)
+    listed = tantivy.Query.boolean_query(
+        [(_Should, tantivy.Query.term_query(index.schema, "rseq", r)) for r in wanted])
+    by_terms = tantivy.Query.boolean_query([(_Must, listed), *filters])
+    by_filters = tantivy.Query.boolean_query([(_Must, tantivy.Query.all_query()), *filters])
+
+    def matching(searcher: Any) -> list[tuple[int, bool]]:
+        # A small shard is cheaper to list whole under the filters than to
+        # look up each rseq (measured: 0.04 ms against 1.1 ms for 100 rseqs
+        # over 16 shards of 40 documents; a term set query took 4 ms); a
+        # large one is not (listing 16 shards of 1,250 costs ~10 ms).
+        if searcher.num_docs == 0:
+            return []  # Tantivy panics on a limit of 0
+        scan = searcher.num_docs <= _SCAN_PER_RSEQ * len(wanted)
+        q = by_filters if scan else by_terms
+        found = searcher.search(q, searcher.num_docs if scan else len(wanted), count=False).hits
+        addrs = [addr for _, addr in found]
+        seqs = searcher.fast_field_values("rseq", addrs)
+        mems = searcher.fast_field_values("memory", addrs)
+        return [(int(r), bool(m)) for r, m in zip(seqs, mems, strict=True) if r and r in wanted]
+
+    return {r: m for shard in index.map_searchers(matching, searchers) for r, m in shard}
+
+
+def merge_hits(text: list[SearchHit], semantic: dict[int, tuple[float, bool]]) -> list[SearchHit]:
+    """The text hits, then the semantic hits the text search did not find
+    (marked with a text score of -1: they are not scored for text, being
+    below every text candidate)."""
+    seen = {h.rseq for h in text}
+    extra = [SearchHit(r, -1.0, m) for r, (_, m) in sorted(semantic.items(), key=lambda t: -t[1][0])
+             if r not in seen]
+    return text + extra
+
+
+def fuse(texts: Sequence[float], rseqs: Sequence[int], semantic: dict[int, tuple[float, bool]],
+         mode: str) -> list[float]:
+    """The fused score of each candidate (given by its exact text score and rseq)."""
+    if mode == "semantic":
+        return [semantic.get(r, (-1.0, False))[0] for r in rseqs]
+    text_rank = _ranks([(t, -r) for t, r in zip(texts, rseqs, strict=True)], [t > 0 for t in texts])
+    cosines = [semantic.get(r, (-2.0, False))[0] for r in rseqs]
+    sem_rank = _ranks([(c, -r) for c, r in zip(cosines, rseqs, strict=True)], [r in semantic for r in rseqs])
+    f = FUSION
+    return [(f.text / (f.k + tr) if tr else 0.0) + (f.semantic / (f.k + sr) if sr else 0.0)
+            for tr, sr in zip(text_rank, sem_rank, strict=True)]
+
+
+def _ranks(keys: list[tuple[float, int]], present: list[bool]) -> list[int]:
+    """1-based rank of each item by ``keys`` descending (0 where not ``present``)."""
+    order = sorted((i for i in range(len(keys)) if present[i]), key=lambda i: keys[i], reverse=True)
+    ranks = [0] * len(keys)
+    for position, i in enumerate(order, 1):
+        ranks[i] = position
+    return ranks
