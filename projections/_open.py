@@ -33,7 +33,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 2: the views' by_hash index, and search shards by crc32 range.
 # 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
 # 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
-LAYOUT = "4"
+# 5: search shards stem (en_stem) and hold `dl`, `absent` and memory documents; the vectors projection.
+LAYOUT = "5"
 
 
 class ProjectionDir:

@@ -45,10 +45,12 @@ def search_ops(rec: RecordedEvent, views: ViewReader) -> Iterator[Op]:
             if entry is not None:
                 yield "add", event.entry_id, entry_document(entry, rec.seq, rec.seq)
         case EntryUpdated() | EntryRedacted():
-            yield from _reindex(event.entry_id, views, None)
+            # A compacted entry keeps its end: as of the compaction it left its session.
+            yield from _reindex(event.entry_id, views, views.compacted_at(event.entry_id))
         case SessionCompacted():
             for eid in event.removed_entry_ids:
-                yield from _reindex(eid, views, rec.seq)
+                if views.compacted_at(eid) == rec.seq:  # not one compacted earlier: its end stays
+                    yield from _reindex(eid, views, rec.seq)
         case EntriesDeleted():
             for eid in event.entry_ids:
                 stored = views.stored_entry(eid)

@@ -147,14 +147,20 @@ def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None) -> list[t
 
 def scope_clause(schema: Any, scope: Scope) -> Any:
     """The documents ``scope`` may see: any of its user's, its agent's, its
-    sessions', and (``shared``) the project context: kind ``project`` with no
-    user and no session. No clause at all matches nothing."""
+    sessions' (for a user, those without another user's id), and (``shared``)
+    the project context: kind ``project`` with no user and no session. No
+    clause at all matches nothing."""
     options: list[tuple[Any, Any]] = []
     for field, value in (("user", scope.user_id), ("agent", scope.agent_id)):
         if value:
             options.append((_Should, tantivy.Query.term_query(schema, field, value)))
     if scope.session_ids:
-        options.append((_Should, tantivy.Query.term_set_query(schema, "session", list(scope.session_ids))))
+        in_sessions = tantivy.Query.term_set_query(schema, "session", list(scope.session_ids))
+        if scope.user_id:  # never another user's entry, even one recorded in the user's session
+            in_sessions = tantivy.Query.boolean_query([(_Must, in_sessions), (_Must, _any_query([
+                tantivy.Query.term_query(schema, "user", scope.user_id),
+                tantivy.Query.term_query(schema, "absent", "user")]))])
+        options.append((_Should, in_sessions))
     if scope.shared:
         options.append((_Should, tantivy.Query.boolean_query([
             (_Must, tantivy.Query.term_query(schema, "kind", "project")),
@@ -163,6 +169,10 @@ def scope_clause(schema: Any, scope: Scope) -> Any:
     if not options:
         return tantivy.Query.empty_query()
     return options[0][1] if len(options) == 1 else tantivy.Query.boolean_query(options)
+
+
+def _any_query(queries: list[Any]) -> Any:
+    return tantivy.Query.boolean_query([(_Should, q) for q in queries])
 
 
 def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tuple[str, ...]) -> Any:
@@ -231,19 +241,29 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
     want = min(10_000, depth or max(query.limit * 2, 20))
+    # Browsing by time (no words): each shard's newest (or oldest) documents,
+    # not the first it happens to hold.
+    by_time = not words and query.sort != "relevance"
+    order = tantivy.Order.Asc if query.sort == "oldest" else tantivy.Order.Desc
 
     def top(searcher: Any) -> list[SearchHit]:
-        return _shard_top(searcher, q, want, current=as_of is None)
+        return _shard_top(searcher, q, want, as_of is None, order if by_time else None)
 
     hits = [hit for shard_hits in index.map_searchers(top, searchers) for hit in shard_hits]
-    hits.sort(key=lambda h: (-h.text_score, h.rseq))
+    if by_time:  # text_score holds occurred_at here
+        hits.sort(key=lambda h: (h.text_score, h.rseq), reverse=query.sort == "newest")
+    else:
+        hits.sort(key=lambda h: (-h.text_score, h.rseq))
     return hits[:want]
 
 
-def _shard_top(searcher: Any, q: Any, want: int, current: bool) -> list[SearchHit]:
+def _shard_top(searcher: Any, q: Any, want: int, current: bool, order: Any = None) -> list[SearchHit]:
+    """A shard's top ``want`` hits by score, or with ``order`` by event time
+    (the hit's score is then its ``occurred_at``)."""
     asked = want
+    by = {} if order is None else {"order_by_field": "occurred_at", "order": order}
     while True:
-        found = searcher.search(q, asked, count=False).hits
+        found = searcher.search(q, asked, count=False, **by).hits
         if not found:
             return []
         addrs = [addr for _, addr in found]

@@ -102,6 +102,17 @@ class ViewReader:
         stored = _entry(bytes(gone))
         return stored if self.as_of is None or self.as_of >= stored.recorded_seq else None
 
+    def compacted_at(self, entry_id: str) -> int | None:
+        """The seq at which a compaction took the entry out of its session (its
+        first compacted version), when it is compacted as of ``as_of``; else None."""
+        current = self.stored_entry(entry_id)
+        if current is None or current.state != "compacted":
+            return None
+        for seq, raw in all_versions(self.txn, self.dbs[b"entries"], entry_id):
+            if seq >= current.recorded_seq and _entry(raw).state == "compacted":
+                return seq
+        return None
+
     def resolve(self, stored: Sequence[StoredEntry]) -> list[EntryView]:
         """The views of stored versions, their entries read with one ``events_at``."""
         seqs = [s.source_seq for s in stored if s.source_seq]

@@ -79,13 +79,13 @@ def test_reads_still_return_the_content(tmp_path: Path) -> None:
         assert shown.content == f"please keep {store.msg} safe"
         finding = mem.show(store.finding)
         assert finding.details["evidence"] == f"line 12 shows {store.evidence}"  # type: ignore[union-attr]
-        hits = mem.search(unique(store.msg), record_access=False)
+        hits = mem.search(unique(store.msg), record_access=False, mode="text")
         assert [h.id for h in hits] == [store.message] and store.msg in hits[0].content
         point = mem.as_of(store.seq)
         assert point.show(store.message).content == shown.content
-        assert [h.content for h in point.search(unique(store.msg))] == [shown.content]
+        assert [h.content for h in point.search(unique(store.msg), mode="text")] == [shown.content]
         assert point.session(shown.session_id).statistics == mem.session(shown.session_id).statistics  # type: ignore[arg-type, union-attr]
-        assert [h.id for h in mem.search(unique(store.evidence), record_access=False)] == [store.finding]
+        assert [h.id for h in mem.search(unique(store.evidence), record_access=False, mode="text")] == [store.finding]
 
 
 def test_an_entry_deletion_leaves_the_views_file_alone(tmp_path: Path) -> None:

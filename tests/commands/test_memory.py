@@ -64,7 +64,7 @@ def test_accesses_raise_the_decay_factor(tmp_path: Path) -> None:
         for _ in range(5):
             mem.search("alpha")
             mem.store.access.flush()  # accesses are batched; one flush per search keeps five
-        hits = {h.id: h for h in mem.search("cache note", record_access=False)}
+        hits = {h.id: h for h in mem.search("cache note", record_access=False, mode="text")}
         assert hits[a].decay > hits[b].decay
 
 
@@ -141,10 +141,10 @@ def test_a_new_importance_reorders_search_now_and_not_in_the_past(tmp_path: Path
         mem.set_importance(low, 0.0)
         mem.set_importance(high, 1.0)
         before = mem.log.head().seq
-        assert [h.id for h in mem.search("cache note", record_access=False)] == [high, low]
+        assert [h.id for h in mem.search("cache note", record_access=False, mode="text")] == [high, low]
         mem.set_importance(low, 1.0)
         mem.set_importance(high, 0.0)
-        assert [h.id for h in mem.search("cache note", record_access=False)] == [low, high]
-        assert [h.id for h in mem.as_of(before).search("cache note")] == [high, low]
+        assert [h.id for h in mem.search("cache note", record_access=False, mode="text")] == [low, high]
+        assert [h.id for h in mem.as_of(before).search("cache note", mode="text")] == [high, low]
         mem.replay()
-        assert [h.id for h in mem.search("cache note", record_access=False)] == [low, high]
+        assert [h.id for h in mem.search("cache note", record_access=False, mode="text")] == [low, high]

@@ -35,9 +35,9 @@ def vector_dump(proj: Projections, as_of: int | None = None) -> list[list[int]]:
 
 
 def index_dump(proj: Projections, as_of: int | None = None) -> list[int]:
-    """Every document seq the search index holds (as of a seq, if given)."""
+    """Every document seq the search index holds, entries and memories (as of a seq, if given)."""
     assert proj.search_index is not None
-    return sorted(h.rseq for h in run_search(proj.search_index, SearchQuery(limit=10_000), as_of))
+    return sorted(h.rseq for h in run_search(proj.search_index, SearchQuery(limit=10_000, source="both"), as_of))
 
 
 def full_dump(proj: Projections) -> dict[str, Any]:

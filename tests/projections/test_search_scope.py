@@ -25,6 +25,7 @@ ENTRIES = [
     ("p2", "project", "s-bob", None, None),        # a project note inside Bob's session: not shared
     ("p3", "project", None, "bob", None),          # Bob's own project note: not shared
     ("n1", "message", "s-nobody", None, None),
+    ("x1", "preference", "s-alice", "bob", None),  # Bob's entry in Alice's session (an older store)
 ]
 
 
@@ -51,9 +52,30 @@ def test_user_scope_sees_the_user_and_shared_context(index: SearchIndex, text: s
 
 
 def test_session_scope_adds_the_readers_sessions(index: SearchIndex) -> None:
-    """A session clause sees every document of those sessions, whatever user it carries."""
+    """A session clause alone sees every document of those sessions; with a user,
+    the user's own documents wherever they are."""
     assert _found(index, Scope(session_ids=("s-bob", "s-nobody"), shared=False)) == {"b1", "b2", "p2", "n1"}
-    assert _found(index, Scope(user_id="bob", session_ids=("s-bob",))) == {"b1", "b2", "p1", "p2", "p3"}
+    assert _found(index, Scope(user_id="bob", session_ids=("s-bob",))) == {"b1", "b2", "p1", "p2", "p3", "x1"}
+
+
+def test_a_users_sessions_never_show_another_users_entry(index: SearchIndex) -> None:
+    """An entry carrying Bob's id is Bob's, even in Alice's session (stores from
+    before such writes were refused may hold one)."""
+    assert "x1" not in _found(index, Scope(user_id="alice", session_ids=("s-alice",)))
+    assert "x1" in _found(index, Scope(user_id="bob", session_ids=("s-bob",)))
+    assert "x1" in _found(index, Scope(session_ids=("s-alice",), shared=False))  # no user: the session's all
+
+
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+def test_browsing_by_time_finds_the_newest_and_oldest(index: SearchIndex, sort: str) -> None:
+    """An empty query sorted by time asks each shard for its newest (oldest)
+    documents, not the first it holds (before, ``search "" --sort newest``
+    sorted the oldest few candidates)."""
+    hits = run_search(index, SearchQuery(sort=sort, limit=2, kinds=("message", "decision", "lesson",  # type: ignore[arg-type]
+                                                                    "finding", "project", "preference")),
+                      None, depth=2)
+    times = sorted(range(1, len(ENTRIES) + 1), reverse=sort == "newest")[:2]
+    assert [h.rseq for h in hits] == times
 
 
 def test_agent_scope(index: SearchIndex) -> None:

@@ -28,7 +28,7 @@ def test_a_purge_rebuilds_one_shard_with_all_its_other_entries(tmp_path: Path) -
         report = mem.delete(ids=[victim], reason="test", requested_by="t")
         assert report.verified
         for i, eid in enumerate(ids):
-            hits = [h.id for h in mem.search(f"tok{i}x", record_access=False)]
+            hits = [h.id for h in mem.search(f"tok{i}x", record_access=False, mode="text")]
             if eid == victim:
                 assert victim not in hits  # (its word now matches others fuzzily)
             else:
@@ -45,11 +45,11 @@ def test_projections_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> N
         new = os.readlink(tmp_path / "s" / "proj")
         assert new != old
         assert (tmp_path / "s" / new / "layout").read_text().strip() == f"{LAYOUT} shards=2"
-        assert [h.id for h in mem.search("tok5x", record_access=False)] == [ids[5]]
+        assert [h.id for h in mem.search("tok5x", record_access=False, mode="text")] == [ids[5]]
         assert not (tmp_path / "s" / old).exists()
     with MemoryLog.open(tmp_path / "s", search_shards=3) as mem:  # another shard count
         assert os.readlink(tmp_path / "s" / "proj") != new
-        assert [h.id for h in mem.search("tok5x", record_access=False)] == [ids[5]]
+        assert [h.id for h in mem.search("tok5x", record_access=False, mode="text")] == [ids[5]]
 
 
 def test_a_rebuild_by_another_store_is_noticed_through_the_relink_mark(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_a_rebuild_by_another_store_is_noticed_through_the_relink_mark(tmp_path:
     shard another store rebuilt, from the relink mark, and finds every entry."""
     mem, ids = _store(tmp_path / "s", shards=3, count=30)
     with mem, MemoryLog.open(tmp_path / "s", search_shards=3) as other:
-        assert [h.id for h in other.search("tok7x", record_access=False)] == [ids[7]]
+        assert [h.id for h in other.search("tok7x", record_access=False, mode="text")] == [ids[7]]
         index = other.proj.search_index
         assert index is not None
         before = [shard.target for shard in index.shards]
@@ -65,6 +65,6 @@ def test_a_rebuild_by_another_store_is_noticed_through_the_relink_mark(tmp_path:
         assert mem.delete(ids=[victim], reason="test", requested_by="t").verified
         for i, eid in enumerate(ids):
             if eid != victim:
-                assert [h.id for h in other.search(f"tok{i}x", record_access=False)] == [eid]
+                assert [h.id for h in other.search(f"tok{i}x", record_access=False, mode="text")] == [eid]
         moved = [n for n, shard in enumerate(index.shards) if shard.target != before[n]]
         assert moved == [index.shard_of(victim)]
