@@ -85,7 +85,8 @@ def test_reads_still_return_the_content(tmp_path: Path) -> None:
         assert point.show(store.message).content == shown.content
         assert [h.content for h in point.search(unique(store.msg), mode="text")] == [shown.content]
         assert point.session(shown.session_id).statistics == mem.session(shown.session_id).statistics  # type: ignore[arg-type, union-attr]
-        assert [h.id for h in mem.search(unique(store.evidence), record_access=False, mode="text")] == [store.finding]
+        found = mem.search(unique(store.evidence), record_access=False, mode="text")
+        assert [h.id for h in found] == [store.finding]
 
 
 def test_an_entry_deletion_leaves_the_views_file_alone(tmp_path: Path) -> None:

@@ -37,7 +37,8 @@ def vector_dump(proj: Projections, as_of: int | None = None) -> list[list[int]]:
 def index_dump(proj: Projections, as_of: int | None = None) -> list[int]:
     """Every document seq the search index holds, entries and memories (as of a seq, if given)."""
     assert proj.search_index is not None
-    return sorted(h.rseq for h in run_search(proj.search_index, SearchQuery(limit=10_000, source="both"), as_of))
+    every = SearchQuery(limit=10_000, source="both")
+    return sorted(h.rseq for h in run_search(proj.search_index, every, as_of))
 
 
 def full_dump(proj: Projections) -> dict[str, Any]:
