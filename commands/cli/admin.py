@@ -27,11 +27,11 @@ def init(ctx: Context) -> None:
 
 @click.command()
 @click.option("--projection", "names", multiple=True, type=click.Choice(PROJECTIONS),
-              help="Rebuild only this projection: search alone is rebuilt from the views; "
-                   "views go with search. Default: both.")
+              help="Rebuild only this projection: search or vectors alone are rebuilt from the "
+                   "views; views go with search and vectors. Default: all.")
 @pass_context
 def replay(ctx: Context, names: tuple[str, ...]) -> None:
-    """Rebuild projections from the log (both into a fresh directory swapped in whole)."""
+    """Rebuild projections from the log (all into a fresh directory swapped in whole)."""
     chosen = tuple(dict.fromkeys(names)) or PROJECTIONS
     started = time.perf_counter()
     with ctx.reading() as mem:
