@@ -45,7 +45,8 @@ from itertools import islice
 from eventstore import InvalidInputError, SessionNotFoundError, now_micros
 from projections import EntryView, SearchQuery, SessionView, ViewReader
 
-from .fitting import FittedBlock, Section, block, fit
+from .fitting import Section, block, fit
+from .results import ContextBlock
 from .scope import project_of, session_scope, user_sessions
 from .search import find
 from .store import Store
@@ -75,7 +76,7 @@ def chars_over_four(text: str) -> int:
 
 def build_context(store: Store, session_id: str, query: str | None, budget: int,
                   count_tokens: Callable[[str], int] | None = None, as_of: int | None = None,
-                  now: int | None = None) -> FittedBlock:
+                  now: int | None = None) -> ContextBlock:
     """Assemble the block for ``session_id`` within ``budget`` tokens (as of a seq, if given)."""
     count = count_tokens or chars_over_four
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:

@@ -15,42 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from .results import ContextBlock, ContextSection
 
-__all__ = ["MIN_CUT", "FittedBlock", "FittedSection", "Section", "fit"]
+__all__ = ["MIN_CUT", "Section", "block", "fit"]
 
 Count = Callable[[str], int]
 
 MIN_CUT = 80  # characters a cut item keeps at least (while another section could go instead)
 _HEADER = "## MEMORY CONTEXT\n\n"
 _ELLIPSIS = "…"
-
-
-class FittedSection(ContextSection, frozen=True):
-    """A section as printed: its tokens, how many items it shows, how many were
-    left out to fit, and whether an item was cut with an ellipsis."""
-
-    items: int = 0
-    removed: int = 0
-    cut: bool = False
-
-
-class FittedBlock(ContextBlock, frozen=True):
-    """A context block with what fitting did: ``trimmed`` names the sections
-    that lost items or had one cut (``dropped`` those left out whole)."""
-
-    trimmed: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``context --json`` shape: tokens per section, what was trimmed or dropped."""
-        sections = [{"name": s.name, "tokens": s.tokens,
-                     **({"items": s.items, "removed": s.removed, "cut": s.cut}
-                        if isinstance(s, FittedSection) else {})} for s in self.sections]
-        return {"text": self.text, "tokens": self.tokens, "budget": self.budget, "sections": sections,
-                "dropped": list(self.dropped), "trimmed": list(self.trimmed),
-                "truncated": self.truncated}
 
 
 @dataclass
@@ -145,13 +119,13 @@ def _cut(section: Section, fits: Callable[[], bool], floor: int) -> None:
 
 
 def block(live: list[Section], dropped: list[str], budget: int, count: Count,
-          order: Sequence[str], truncated: bool) -> FittedBlock:
+          order: Sequence[str], truncated: bool) -> ContextBlock:
     """The fitted block with its report."""
     text = render(live, order)
     shown = sorted((s for s in live if s.items), key=lambda s: order.index(s.name))
-    sections = tuple(FittedSection(s.name, count(s.text()), s.text(), len(s.items), s.removed, s.cut)
+    sections = tuple(ContextSection(s.name, count(s.text()), s.text(), len(s.items), s.removed, s.cut)
                      for s in shown)
     trimmed = tuple(s.name for s in sorted(live, key=lambda s: order.index(s.name))
                     if s.removed or s.cut)
-    return FittedBlock(text=text, tokens=count(text), budget=budget, sections=sections,
+    return ContextBlock(text=text, tokens=count(text), budget=budget, sections=sections,
                        dropped=tuple(dropped), truncated=truncated, trimmed=trimmed)

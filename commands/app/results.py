@@ -116,15 +116,21 @@ class MemoryResult(msgspec.Struct, frozen=True):
 
 
 class ContextSection(msgspec.Struct, frozen=True):
-    """One section of a context block and the tokens it uses."""
+    """One section of a context block as printed: its tokens, how many items it
+    shows, how many were left out to fit, and whether an item was cut with an
+    ellipsis."""
 
     name: str
     tokens: int
     text: str
+    items: int = 0
+    removed: int = 0
+    cut: bool = False
 
 
 class ContextBlock(msgspec.Struct, frozen=True):
-    """A context block that fits a token budget."""
+    """A context block that fits a token budget: ``trimmed`` names the sections
+    that lost items or had one cut to fit, ``dropped`` those left out whole."""
 
     text: str
     tokens: int
@@ -132,12 +138,15 @@ class ContextBlock(msgspec.Struct, frozen=True):
     sections: tuple[ContextSection, ...]
     dropped: tuple[str, ...] = ()
     truncated: bool = False
+    trimmed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``context --json`` shape."""
-        return {"text": self.text, "tokens": self.tokens, "budget": self.budget,
-                "sections": [{"name": s.name, "tokens": s.tokens} for s in self.sections],
-                "dropped": list(self.dropped), "truncated": self.truncated}
+        """The ``context --json`` shape: tokens per section, what was trimmed or dropped."""
+        sections = [{"name": s.name, "tokens": s.tokens, "items": s.items, "removed": s.removed,
+                     "cut": s.cut} for s in self.sections]
+        return {"text": self.text, "tokens": self.tokens, "budget": self.budget, "sections": sections,
+                "dropped": list(self.dropped), "trimmed": list(self.trimmed),
+                "truncated": self.truncated}
 
 
 def tombstone_dict(tomb: TombstoneInfo) -> dict[str, Any]:
