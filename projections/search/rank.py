@@ -29,11 +29,11 @@ from eventstore import MEMORY_DOC_KIND, SHOWN_STATES, MemorySaved
 from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
-from .bm25 import Stats, collect_stats, score_text
+from .bm25 import Stats, collect_stats, text_score
 from .fusion import FUSION, allowed, fuse, merge_hits, resolve_mode, semantic_hits
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
-from .terms import STOP_WORDS, stem_all, terms
+from .terms import STOP_WORDS, stem_all
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
 
@@ -196,7 +196,7 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
             text = (0.0 if not scored or hit.text_score < 0 else 1.0 if stats is None
-                    else score_text(terms(searchable_text(view.entry)), stats))
+                    else text_score(searchable_text(view.entry), stats))
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
@@ -214,8 +214,8 @@ def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now
         memory = views.memory_by_id(event.memory_id)
         if memory is None or memory.memory_id != event.memory_id or memory.content is None:
             continue
-        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else score_text(
-            terms(memory_text(memory.key, memory.content)), stats)
+        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else text_score(
+            memory_text(memory.key, memory.content), stats)
         blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
         out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
     return out
