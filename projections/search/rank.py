@@ -30,7 +30,7 @@ from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, text_score
-from .fusion import FUSION, allowed, fuse, merge_hits, resolve_mode, semantic_hits
+from .fusion import FUSION, allowed, fuse, nearest, resolve_mode
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
 from .terms import STOP_WORDS, stem_all
@@ -101,12 +101,17 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     stats = _stats(index, searchers, words) if words else None
     hits = [] if mode == "semantic" else run_search(
         index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix)
-    semantic = {} if mode == "text" else semantic_hits(
-        index, searchers, query, as_of, embedder, vectors, FUSION.depth)
-    candidates = _candidates(views, merge_hits(hits, semantic) if semantic else hits, stats, now)
+    candidates = _candidates(views, hits, stats, now)
+    near = {} if mode == "text" else nearest(query, as_of, embedder, vectors, FUSION.depth)
+    fetch = TUNING.neighbour and stats is not None and bool(TUNING.neighbour_fetch) and \
+        len(set(words)) >= TUNING.neighbour_words
+    adjacent = _adjacent_seqs(candidates, near) if fetch else {}
+    # One Tantivy pass checks the query's filters for the semantic candidates
+    # and the neighbours together.
+    ok = allowed(index, searchers, query, as_of, sorted(near.keys() | adjacent.keys()))
+    semantic = {r: (c, ok[r]) for r, c in near.items() if r in ok}
+    candidates += _others(views, {h.rseq for h in hits}, semantic, adjacent, ok, stats, now)
     if TUNING.neighbour and stats is not None:
-        if TUNING.neighbour_fetch and len(set(words)) >= TUNING.neighbour_words:
-            candidates += _adjacent(index, searchers, views, query, as_of, candidates, now)
         candidates = _neighbours(candidates, TUNING.neighbour)
     scored = _relevance(candidates, stats is not None, semantic, mode)
     scored = [(c, r) for c, r in scored if r >= query.min_relevance]
@@ -159,19 +164,31 @@ def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:
             if c.text >= 0 and isinstance(c.view, EntryView) else c for c in candidates]
 
 
-def _adjacent(index: SearchIndex, searchers: list[tuple[int, Any]], views: ViewReader, query: SearchQuery,
-              as_of: int | None, candidates: list[_Candidate], now: int) -> list[_Candidate]:
-    """The entries recorded just before and after the best text candidates,
-    in their sessions, that the query's filters allow (not scored for text)."""
+def _adjacent_seqs(candidates: list[_Candidate], near: dict[int, float]) -> dict[int, str | None]:
+    """The rseqs recorded just before and after the best text candidates (not
+    already candidates, nor semantic candidates), each with the session it
+    must share with that candidate to count as its neighbour."""
     best = sorted((c for c in candidates if c.text > 0 and isinstance(c.view, EntryView)),
                   key=lambda c: -c.text)[: TUNING.neighbour_fetch]
     have = {c.rseq for c in candidates}
-    session = {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
-               if s > 0 and s not in have}
-    ok = allowed(index, searchers, query, as_of, sorted(session))
-    hits = [SearchHit(s, -1.0) for s in sorted(session) if s in ok and not ok[s]]
-    return [c for c in _candidates(views, hits, None, now, scored=False)
-            if session[c.rseq] is not None and getattr(c.view, "session_id", None) == session[c.rseq]]
+    return {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
+            if s > 0 and s not in have and s not in near}
+
+
+def _others(views: ViewReader, text_seqs: set[int], semantic: dict[int, tuple[float, bool]],
+            adjacent: dict[int, str | None], ok: dict[int, bool], stats: Stats | None,
+            now: int) -> list[_Candidate]:
+    """The allowed semantic candidates the text search did not find, and the
+    allowed neighbours in their candidate's session (neither scored for text:
+    their hits' text score of -1 gives them 0)."""
+    extra = [SearchHit(r, -1.0, m) for r, (_, m) in sorted(semantic.items(), key=lambda t: -t[1][0])
+             if r not in text_seqs]
+    extra += [SearchHit(s, -1.0) for s in sorted(adjacent) if s in ok and not ok[s]]
+    if not extra:
+        return []
+    return [c for c in _candidates(views, extra, stats, now)
+            if c.rseq not in adjacent or (adjacent[c.rseq] is not None
+                                          and getattr(c.view, "session_id", None) == adjacent[c.rseq])]
 
 
 def _content_words(words: list[str]) -> list[str]:
