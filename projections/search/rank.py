@@ -98,9 +98,12 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     mode = resolve_mode(query, bool(words), embedder, vectors)
     searchers = index.searchers()
     depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
-    stats = _stats(index, searchers, words) if words else None
+    stems = stem_all(words)
+    expansions = prefix_expansions(searchers, stems) if TUNING.expand_prefix and words else ()
+    stats = collect_stats(index, searchers, [*stems, *expansions], TUNING.fuzzy) if words else None
     hits = [] if mode == "semantic" else run_search(
-        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix)
+        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix,
+        known=None if stats is None else frozenset(w for w in stems if w in stats.idf), expansions=expansions)
     candidates = _candidates(views, hits, stats, now)
     near = {} if mode == "text" else nearest(query, as_of, embedder, vectors, FUSION.depth)
     fetch = TUNING.neighbour and stats is not None and bool(TUNING.neighbour_fetch) and \
@@ -118,15 +121,6 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     if query.sort != "relevance":
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
-
-
-def _stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: list[str]) -> Stats:
-    """Global statistics of the query's terms, and of the words an unfinished
-    last word stands for (as the candidates were found)."""
-    stems = stem_all(words)
-    if TUNING.expand_prefix:
-        stems += prefix_expansions(searchers, stems)
-    return collect_stats(index, searchers, stems, TUNING.fuzzy)
 
 
 def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int, tuple[float, bool]],
