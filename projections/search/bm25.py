@@ -33,12 +33,18 @@ import msgspec
 import tantivy
 
 from .index import SearchIndex
+from .terms import terms
 
-__all__ = ["K1", "B", "Stats", "collect_stats", "score_text"]
+__all__ = ["K1", "B", "Stats", "collect_stats", "score_text", "text_score"]
 
 K1, B = 1.2, 0.75
 FUZZY_WEIGHT = 0.3
 _DL_SUM = {"dl": {"sum": {"field": "dl"}}}
+# A candidate's term counts, keyed by its text itself (never by its rseq or
+# id): a redaction or an update (same entry, new text) can never be served
+# the counts of the old text. Bounded; emptied when full.
+_COUNTS: dict[str, tuple[int, dict[str, int]]] = {}
+_COUNTS_MAX = 8192
 
 
 class Stats(msgspec.Struct, frozen=True):
@@ -78,10 +84,24 @@ def _dl_sum(searcher: Any) -> float:
 
 def score_text(words: Sequence[str], stats: Stats) -> float:
     """The BM25 score of a document whose word tokens are ``words``."""
-    if not words:
-        return 0.0
-    counts = Counter(words)
-    norm = K1 * (1 - B + B * len(words) / stats.avgdl)
+    return _score(len(words), Counter(words), stats) if words else 0.0
+
+
+def text_score(text: str, stats: Stats) -> float:
+    """The BM25 score of a document of ``text`` (its term counts memoised by
+    the text: the same score as ``score_text(terms(text), stats)``)."""
+    found = _COUNTS.get(text)
+    if found is None:
+        words = terms(text)
+        found = (len(words), Counter(words))
+        if len(_COUNTS) >= _COUNTS_MAX:
+            _COUNTS.clear()
+        _COUNTS[text] = found
+    return _score(found[0], found[1], stats) if found[0] else 0.0
+
+
+def _score(length: int, counts: dict[str, int], stats: Stats) -> float:
+    norm = K1 * (1 - B + B * length / stats.avgdl)
     total = 0.0
     for word, idf in stats.idf.items():
         tf = counts.get(word, 0)

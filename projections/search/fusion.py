@@ -26,7 +26,7 @@ from eventstore import InvalidQueryError
 from .index import SearchIndex
 from .query import SearchHit, SearchQuery, filter_clauses
 
-__all__ = ["FUSION", "Fusion", "fuse", "resolve_mode", "semantic_hits"]
+__all__ = ["FUSION", "Fusion", "allowed", "fuse", "merge_hits", "nearest", "resolve_mode", "semantic_hits"]
 
 _Must, _Should = tantivy.Occur.Must, tantivy.Occur.Should
 _SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed, not looked up
@@ -68,15 +68,21 @@ def resolve_mode(query: SearchQuery, has_text: bool, embedder: object, vectors: 
     return "hybrid" if embedder is not None and vectors is not None else "text"
 
 
+def nearest(query: SearchQuery, as_of: int | None, embedder: _Embedder, vectors: _Vectors,
+            depth: int) -> dict[int, float]:
+    """The documents nearest the query's embedding (at least the cosine floor):
+    rseq -> cosine, not yet checked against the query's filters (:func:`allowed`)."""
+    vector = embedder.embed([query.text])[0]
+    return {r: c for r, c in vectors.search(vector, depth, as_of) if c >= FUSION.floor}
+
+
 def semantic_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery,
                   as_of: int | None, embedder: _Embedder, vectors: _Vectors,
                   depth: int) -> dict[int, tuple[float, bool]]:
     """The nearest documents the query's filters allow: rseq -> (cosine, is a memory)."""
-    vector = embedder.embed([query.text])[0]
-    near = [(r, c) for r, c in vectors.search(vector, depth, as_of) if c >= FUSION.floor]
-    if not near:
+    cosine = nearest(query, as_of, embedder, vectors, depth)
+    if not cosine:
         return {}
-    cosine = dict(near)
     return {r: (cosine[r], m) for r, m in allowed(index, searchers, query, as_of, list(cosine)).items()}
 
 

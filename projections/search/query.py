@@ -220,7 +220,9 @@ def _interval(schema: Any, as_of: int) -> Any:
 
 def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
                words: list[str] | None = None, *, depth: int | None = None,
-               searchers: list[tuple[int, Any]] | None = None, expand: bool = True) -> list[SearchHit]:
+               searchers: list[tuple[int, Any]] | None = None, expand: bool = True,
+               known: frozenset[str] | None = None, expansions: tuple[str, ...] | None = None,
+               ) -> list[SearchHit]:
     """Top hits by (per-shard) BM25 across shards: the candidates of ranking.
 
     ``depth``: how many (default: twice the limit, at least 20). ``expand``:
@@ -228,14 +230,18 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     (:func:`prefix_expansions`). Shards are searched in parallel
     (Tantivy releases the GIL). A current search drops ended documents
     (entries compacted out of their session) and asks a shard again for more
-    when that left it short.
+    when that left it short. ``known`` (the stems of ``words`` in some
+    document) and ``expansions``, when the caller has them, are not
+    computed again.
     """
     words = tokens(query.text) if words is None else words
     check_query(query, words)
     searchers = index.searchers() if searchers is None else searchers
     stems = _terms.stem_all(words)
-    known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))
-    expansions = prefix_expansions(searchers, stems) if expand else ()
+    if known is None:
+        known = frozenset(w for w in stems if any(s.doc_freq("content", w) for _, s in searchers))
+    if expansions is None:
+        expansions = prefix_expansions(searchers, stems) if expand else ()
     try:
         q = build_query(index.schema, query, as_of, known, expansions, stems)
     except ValueError as exc:

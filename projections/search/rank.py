@@ -29,11 +29,11 @@ from eventstore import MEMORY_DOC_KIND, SHOWN_STATES, MemorySaved
 from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
-from .bm25 import Stats, collect_stats, score_text
-from .fusion import FUSION, allowed, fuse, merge_hits, resolve_mode, semantic_hits
+from .bm25 import Stats, collect_stats, text_score
+from .fusion import FUSION, allowed, fuse, nearest, resolve_mode
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
-from .terms import STOP_WORDS, stem_all, terms
+from .terms import STOP_WORDS, stem_all
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
 
@@ -98,30 +98,29 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     mode = resolve_mode(query, bool(words), embedder, vectors)
     searchers = index.searchers()
     depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
-    stats = _stats(index, searchers, words) if words else None
+    stems = stem_all(words)
+    expansions = prefix_expansions(searchers, stems) if TUNING.expand_prefix and words else ()
+    stats = collect_stats(index, searchers, [*stems, *expansions], TUNING.fuzzy) if words else None
     hits = [] if mode == "semantic" else run_search(
-        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix)
-    semantic = {} if mode == "text" else semantic_hits(
-        index, searchers, query, as_of, embedder, vectors, FUSION.depth)
-    candidates = _candidates(views, merge_hits(hits, semantic) if semantic else hits, stats, now)
+        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix,
+        known=None if stats is None else frozenset(w for w in stems if w in stats.idf), expansions=expansions)
+    candidates = _candidates(views, hits, stats, now)
+    near = {} if mode == "text" else nearest(query, as_of, embedder, vectors, FUSION.depth)
+    fetch = TUNING.neighbour and stats is not None and bool(TUNING.neighbour_fetch) and \
+        len(set(words)) >= TUNING.neighbour_words
+    adjacent = _adjacent_seqs(candidates, near) if fetch else {}
+    # One Tantivy pass checks the query's filters for the semantic candidates
+    # and the neighbours together.
+    ok = allowed(index, searchers, query, as_of, sorted(near.keys() | adjacent.keys()))
+    semantic = {r: (c, ok[r]) for r, c in near.items() if r in ok}
+    candidates += _others(views, {h.rseq for h in hits}, semantic, adjacent, ok, stats, now)
     if TUNING.neighbour and stats is not None:
-        if TUNING.neighbour_fetch and len(set(words)) >= TUNING.neighbour_words:
-            candidates += _adjacent(index, searchers, views, query, as_of, candidates, now)
         candidates = _neighbours(candidates, TUNING.neighbour)
     scored = _relevance(candidates, stats is not None, semantic, mode)
     scored = [(c, r) for c, r in scored if r >= query.min_relevance]
     if query.sort != "relevance":
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
-
-
-def _stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: list[str]) -> Stats:
-    """Global statistics of the query's terms, and of the words an unfinished
-    last word stands for (as the candidates were found)."""
-    stems = stem_all(words)
-    if TUNING.expand_prefix:
-        stems += prefix_expansions(searchers, stems)
-    return collect_stats(index, searchers, stems, TUNING.fuzzy)
 
 
 def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int, tuple[float, bool]],
@@ -159,19 +158,31 @@ def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:
             if c.text >= 0 and isinstance(c.view, EntryView) else c for c in candidates]
 
 
-def _adjacent(index: SearchIndex, searchers: list[tuple[int, Any]], views: ViewReader, query: SearchQuery,
-              as_of: int | None, candidates: list[_Candidate], now: int) -> list[_Candidate]:
-    """The entries recorded just before and after the best text candidates,
-    in their sessions, that the query's filters allow (not scored for text)."""
+def _adjacent_seqs(candidates: list[_Candidate], near: dict[int, float]) -> dict[int, str | None]:
+    """The rseqs recorded just before and after the best text candidates (not
+    already candidates, nor semantic candidates), each with the session it
+    must share with that candidate to count as its neighbour."""
     best = sorted((c for c in candidates if c.text > 0 and isinstance(c.view, EntryView)),
                   key=lambda c: -c.text)[: TUNING.neighbour_fetch]
     have = {c.rseq for c in candidates}
-    session = {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
-               if s > 0 and s not in have}
-    ok = allowed(index, searchers, query, as_of, sorted(session))
-    hits = [SearchHit(s, -1.0) for s in sorted(session) if s in ok and not ok[s]]
-    return [c for c in _candidates(views, hits, None, now, scored=False)
-            if session[c.rseq] is not None and getattr(c.view, "session_id", None) == session[c.rseq]]
+    return {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
+            if s > 0 and s not in have and s not in near}
+
+
+def _others(views: ViewReader, text_seqs: set[int], semantic: dict[int, tuple[float, bool]],
+            adjacent: dict[int, str | None], ok: dict[int, bool], stats: Stats | None,
+            now: int) -> list[_Candidate]:
+    """The allowed semantic candidates the text search did not find, and the
+    allowed neighbours in their candidate's session (neither scored for text:
+    their hits' text score of -1 gives them 0)."""
+    extra = [SearchHit(r, -1.0, m) for r, (_, m) in sorted(semantic.items(), key=lambda t: -t[1][0])
+             if r not in text_seqs]
+    extra += [SearchHit(s, -1.0) for s in sorted(adjacent) if s in ok and not ok[s]]
+    if not extra:
+        return []
+    return [c for c in _candidates(views, extra, stats, now)
+            if c.rseq not in adjacent or (adjacent[c.rseq] is not None
+                                          and getattr(c.view, "session_id", None) == adjacent[c.rseq])]
 
 
 def _content_words(words: list[str]) -> list[str]:
@@ -196,7 +207,7 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
             text = (0.0 if not scored or hit.text_score < 0 else 1.0 if stats is None
-                    else score_text(terms(searchable_text(view.entry)), stats))
+                    else text_score(searchable_text(view.entry), stats))
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
@@ -214,8 +225,8 @@ def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now
         memory = views.memory_by_id(event.memory_id)
         if memory is None or memory.memory_id != event.memory_id or memory.content is None:
             continue
-        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else score_text(
-            terms(memory_text(memory.key, memory.content)), stats)
+        text = 1.0 if stats is None else 0.0 if hit.text_score < 0 else text_score(
+            memory_text(memory.key, memory.content), stats)
         blend, factor = score(1.0, 1.0, MEMORY_DOC_KIND, memory.saved_at, now, 0, 0, None, params)
         out.append(_Candidate(text, blend, factor, hit.rseq, memory.saved_at, memory))
     return out

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 
 from commands import MemoryLog
-from projections.search.bm25 import collect_stats, score_text
+from projections.search.bm25 import Stats, collect_stats, score_text, text_score
 from projections.search.terms import terms
 
 LESSON = "always pin the postgres version in the deploy pipeline"
@@ -58,3 +58,13 @@ def test_the_score_is_bm25_with_global_statistics(tmp_path: Path) -> None:
         df = sum(s.doc_freq("content", "postgr") for _, s in searchers)
         assert 6 <= df < 66 and stats.idf["postgr"] > 0
         assert score_text(terms(LESSON), stats) > score_text(terms("postgres"), stats) * 0.5
+
+
+def test_memoised_term_counts_follow_the_text() -> None:
+    """The term counts are memoised by the text itself: a redacted or updated
+    entry (same rseq, new text) is scored from its new text, never the old."""
+    stats = Stats(100, 8.0, {"postgr": 2.0, "deploy": 1.5}, {}, {})
+    assert text_score(LESSON, stats) == score_text(terms(LESSON), stats)
+    assert text_score(LESSON, stats) == score_text(terms(LESSON), stats)  # served memoised
+    assert text_score("[redacted]", stats) == 0.0
+    assert text_score("", stats) == score_text([], stats) == 0.0
