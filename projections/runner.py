@@ -39,6 +39,7 @@ from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_with
 from .embed.ops import VectorFeed, vector_ops
 from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
 from .search.apply import Op
+from .search.bm25 import forget_texts
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
@@ -260,6 +261,7 @@ class Projections(ProjectionDir):
         from the log only through short ``events_at`` reads.
         """
         assert self.views is not None and self.search_index is not None
+        forget_texts()  # no deleted text stays in this process's term-count cache
         started = time.perf_counter()
         rewritten: list[str] = []
         if views:

@@ -15,6 +15,9 @@ class Embedder(Protocol):
     ``name`` is a stable id of the model: the vectors a different name made are
     rebuilt. ``embed`` returns a ``(len(texts), dim)`` float32 numpy array
     whose rows are L2-normalised (a zero row for a text it cannot embed).
+    An embedder may also declare ``min_cosine``: the cosine below which a
+    document is not a semantic candidate (default 0.4, measured for the
+    shipped model; models differ in their cosine scale).
     """
 
     name: str

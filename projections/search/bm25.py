@@ -35,7 +35,7 @@ import tantivy
 from .index import SearchIndex
 from .terms import terms
 
-__all__ = ["K1", "B", "Stats", "collect_stats", "score_text", "text_score"]
+__all__ = ["K1", "B", "Stats", "collect_stats", "forget_texts", "score_text", "text_score"]
 
 K1, B = 1.2, 0.75
 FUZZY_WEIGHT = 0.3
@@ -45,6 +45,12 @@ _DL_SUM = {"dl": {"sum": {"field": "dl"}}}
 # the counts of the old text. Bounded; emptied when full.
 _COUNTS: dict[str, tuple[int, dict[str, int]]] = {}
 _COUNTS_MAX = 8192
+
+
+def forget_texts() -> None:
+    """Empty the term-count cache (a purge calls it: no text of a deleted or
+    redacted entry stays in this process's cache)."""
+    _COUNTS.clear()
 
 
 class Stats(msgspec.Struct, frozen=True):

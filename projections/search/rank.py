@@ -30,9 +30,10 @@ from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, text_score
-from .fusion import FUSION, allowed, fuse, nearest, resolve_mode
+from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
+from .signals import by_date, by_session
 from .terms import STOP_WORDS, stem_all
 
 __all__ = ["Ranked", "Ranking", "Tuning", "rank", "score"]
@@ -55,6 +56,8 @@ class Tuning(msgspec.Struct):
     neighbour: float = 0.6   # share of the best adjacent candidate's text score an entry gains
     neighbour_fetch: int = 10  # the top candidates whose adjacent entries join the candidates
     neighbour_words: int = 2  # ... when the query has this many words (one word is a lookup)
+    session: float = 0.3     # share of its session's strength an entry gains (signals.by_session)
+    dates: float = 1.0       # text-score gain of entries in the month/year a query names (signals.by_date)
 
 
 TUNING = Tuning()
@@ -114,8 +117,8 @@ def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int |
     ok = allowed(index, searchers, query, as_of, sorted(near.keys() | adjacent.keys()))
     semantic = {r: (c, ok[r]) for r, c in near.items() if r in ok}
     candidates += _others(views, {h.rseq for h in hits}, semantic, adjacent, ok, stats, now)
-    if TUNING.neighbour and stats is not None:
-        candidates = _neighbours(candidates, TUNING.neighbour)
+    if stats is not None:
+        candidates = _signals(candidates, query.text)
     scored = _relevance(candidates, stats is not None, semantic, mode)
     scored = [(c, r) for c, r in scored if r >= query.min_relevance]
     if query.sort != "relevance":
@@ -136,10 +139,25 @@ def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int,
         keys = [c.text for c in candidates]
     else:
         keys = fuse([c.text for c in candidates], [c.rseq for c in candidates], semantic, mode)
-    top = max(keys, default=0.0)
+    # Text: a share of the best hit. Hybrid: a share of the best fused score
+    # possible (first in both rankings), so a hit found by meaning alone never
+    # shows as a perfect match. Semantic: the cosine itself.
+    top = max(keys, default=0.0) if mode == "text" else best_fused() if mode == "hybrid" else 1.0
     order = sorted(range(len(candidates)), key=lambda i: (-keys[i], -candidates[i].text,
                                                            -candidates[i].blend, -candidates[i].rseq))
     return [(candidates[i], max(0.0, keys[i]) / top if top > 0 else 0.0) for i in order]
+
+
+def _signals(candidates: list[_Candidate], text: str) -> list[_Candidate]:
+    """The text scores with what surrounds each entry: its neighbouring turns,
+    its session's strength, and the period the query names (:mod:`.signals`)."""
+    if TUNING.neighbour:
+        candidates = _neighbours(candidates, TUNING.neighbour)
+    sessions = [getattr(c.view, "session_id", None) if isinstance(c.view, EntryView) else None
+                for c in candidates]
+    candidates = by_session(candidates, sessions, TUNING.session)
+    dated: list[_Candidate] = by_date(candidates, text, TUNING.dates)
+    return dated
 
 
 def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:

@@ -120,6 +120,7 @@ class HashEmbedder:
     first four letters to another, so "relational" and "relabel" meet)."""
 
     name, dim = "hash-bow-64", 64
+    min_cosine = 0.1  # its own scale: one shared word of five is a cosine of about 0.2
 
     def embed(self, texts: Sequence[str]) -> Any:
         np = pytest.importorskip("numpy")
