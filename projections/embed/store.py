@@ -124,10 +124,12 @@ class VectorIndex:
         stored checkpoint are skipped. Returns the new checkpoint."""
         texts = [op[5] for op in ops if op[1] == "add"]
         vectors = self.embedder.embed(texts) if texts else None
-        rows = iter(() if vectors is None else vectors.astype("<f2"))
+        added = () if vectors is None else vectors.astype("<f2")
         dbs = self._env().dbs
 
         def write(txn: Any) -> int:
+            # Called again when the map grows (SharedEnv.write retries): start the rows over.
+            rows = iter(added)
             done = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
             if done == 0:  # emptied by a process without a model: the vectors are this model's again
                 txn.put(b"embedder", self.embedder.name.encode(), db=dbs[b"meta"])

@@ -111,6 +111,29 @@ def test_vector_index_intervals_and_removal(tmp_path: Path) -> None:
     index.close()
 
 
+def test_a_write_retried_after_the_map_grows_stores_every_vector(tmp_path: Path) -> None:
+    """The storage kit runs a write again when the map was full; the vectors of
+    the second run are all there (the first run used them up: StopIteration in
+    bench_api's 20k-entry catch-up)."""
+    index = VectorIndex(tmp_path / "v", Hashing())
+    shared = index._env()
+    original = shared.write
+    calls = []
+
+    def full_once(fn: Any) -> Any:
+        if not calls:
+            calls.append(1)
+            with shared.operation() as env, env.begin(write=True) as txn:
+                fn(txn)
+                txn.abort()  # as if the map had been full at the end of the first run
+        return original(fn)
+
+    shared.write = full_once  # type: ignore[method-assign]
+    index.apply([(1, "add", 1, 1, 5, "alpha beta"), (2, "add", 2, 2, 9, "alpha gamma")], 2)
+    assert sorted(index.dump()) == [1, 2] and index.checkpoint() == 2
+    index.close()
+
+
 def test_another_model_clears_the_vectors(tmp_path: Path) -> None:
     """Opening with an embedder of another name drops the vectors and the checkpoint."""
     index = VectorIndex(tmp_path / "v", Hashing())
