@@ -150,28 +150,31 @@ class Projections(ProjectionDir):
         without an embedder, or when the vectors are behind ``start`` (they then
         catch up alone). What it collected is applied when the pass ends
         without an error."""
-        if self.embedder is None:
+        vectors = self._vector_store()
+        if vectors is None:
             yield None
             return
-        if self.vectors is None:  # the first search of this projection directory creates it
-            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         with file_lock(self.root / "vectors.lock"):
-            feed = VectorFeed(self.vectors, _VECTOR_OPS)
+            feed = VectorFeed(vectors, _VECTOR_OPS)
             if feed.done < start:
                 yield None
                 return
             yield feed
             feed.flush()
 
+    def _vector_store(self) -> VectorIndex | None:
+        """The vectors (the first search of this projection directory creates
+        them), or None without an embedder."""
+        if self.embedder is not None and self.vectors is None:
+            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
+        return self.vectors
+
     def _catch_up_vectors(self, head: int, progress: Progress | None) -> None:
         """Bring the vectors to ``head``, a chunk of records per transaction
         (the chunk's texts embedded in one call)."""
-        if self.embedder is None or head == self._vectors_head:
+        vectors = self._vector_store() if head != self._vectors_head else None
+        if vectors is None:
             return
-        assert self.views is not None
-        if self.vectors is None:  # the first search of this projection directory creates it
-            self.vectors = VectorIndex(self.root / "vectors", self.embedder)
-        vectors = self.vectors
         with file_lock(self.root / "vectors.lock"):
             done = vectors.checkpoint()
             while done < head:
@@ -236,13 +239,12 @@ class Projections(ProjectionDir):
         ``search=True`` (several searches on one snapshot, as the context
         builder makes); without it, one is opened for this search.
         """
-        vectors, embedder = getattr(self, "vectors", None), getattr(self, "embedder", None)
         if reader is not None:
             assert self.search_index is not None
-            return rank(self.search_index, reader, query, as_of, now, vectors, embedder)
+            return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder)
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
-            return rank(self.search_index, views, query, as_of, now, getattr(self, "vectors", None), embedder)
+            return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder)
 
     # -- physical purge -----------------------------------------------------
 

@@ -9,20 +9,17 @@ for each indexed document version, under the same rseq and interval.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
 from eventstore import RecordedEvent
 
 from ..search.apply import Op, search_ops
+from ..search.index import OPEN_SEQ
 from ..views.read import ViewReader
 from .store import VectorIndex, VectorOp
 
 __all__ = ["VectorFeed", "from_search_ops", "vector_ops"]
-
-_OPEN = (1 << 63) - 1
-
 
 class _Doc(msgspec.Struct):
     """The fields of a search document the vectors need."""
@@ -30,7 +27,7 @@ class _Doc(msgspec.Struct):
     rseq: int
     from_seq: int
     content: str = ""
-    to_seq: int = _OPEN
+    to_seq: int = OPEN_SEQ
 
 
 _decode = msgspec.json.Decoder(_Doc).decode
@@ -46,7 +43,7 @@ def from_search_ops(seq: int, ops: Iterable[Op]) -> list[VectorOp]:
     out: list[VectorOp] = []
     for op, _, arg in ops:
         if op == "add":
-            doc = _decode(_as_bytes(arg))
+            doc = _decode(arg)
             out.append((seq, "add", doc.rseq, doc.from_seq, doc.to_seq, doc.content))
         elif op == "remove":
             out.append((seq, "remove", int(arg), 0, 0, ""))
@@ -80,6 +77,3 @@ class VectorFeed:
             self.done = self.vectors.apply(self.ops, self.last)
         self.ops = []
 
-
-def _as_bytes(doc: Any) -> bytes:
-    return doc.encode() if isinstance(doc, str) else bytes(doc)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eventstore import StorageError
 from eventstore.storage import SharedEnv, open_shared_env, purge_env, release_shared_env
 
 from .protocol import Embedder
@@ -64,8 +65,6 @@ class VectorIndex:
 
     def _env(self) -> SharedEnv:
         if self.shared is None:
-            from eventstore import StorageError
-
             raise StorageError("the vectors are closed")
         return self.shared
 

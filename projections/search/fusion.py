@@ -24,10 +24,9 @@ import tantivy
 from eventstore import InvalidQueryError
 
 from .index import SearchIndex
-from .query import SearchHit, SearchQuery, filter_clauses
+from .query import SearchQuery, filter_clauses
 
-__all__ = ["FUSION", "Fusion", "allowed", "best_fused", "fuse", "merge_hits", "nearest", "resolve_mode",
-           "semantic_hits"]
+__all__ = ["FUSION", "Fusion", "allowed", "best_fused", "fuse", "nearest", "resolve_mode"]
 
 _Must, _Should = tantivy.Occur.Must, tantivy.Occur.Should
 _SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed, not looked up
@@ -81,16 +80,6 @@ def nearest(query: SearchQuery, as_of: int | None, embedder: _Embedder, vectors:
     return {r: c for r, c in vectors.search(vector, depth, as_of) if c >= floor}
 
 
-def semantic_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery,
-                  as_of: int | None, embedder: _Embedder, vectors: _Vectors,
-                  depth: int) -> dict[int, tuple[float, bool]]:
-    """The nearest documents the query's filters allow: rseq -> (cosine, is a memory)."""
-    cosine = nearest(query, as_of, embedder, vectors, depth)
-    if not cosine:
-        return {}
-    return {r: (cosine[r], m) for r, m in allowed(index, searchers, query, as_of, list(cosine)).items()}
-
-
 def allowed(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery, as_of: int | None,
             rseqs: list[int]) -> dict[int, bool]:
     """Which of ``rseqs`` the query's filters allow: rseq -> is a memory."""
@@ -119,16 +108,6 @@ def allowed(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQ
         return [(int(r), bool(m)) for r, m in zip(seqs, mems, strict=True) if r and r in wanted]
 
     return {r: m for shard in index.map_searchers(matching, searchers) for r, m in shard}
-
-
-def merge_hits(text: list[SearchHit], semantic: dict[int, tuple[float, bool]]) -> list[SearchHit]:
-    """The text hits, then the semantic hits the text search did not find
-    (marked with a text score of -1: they are not scored for text, being
-    below every text candidate)."""
-    seen = {h.rseq for h in text}
-    extra = [SearchHit(r, -1.0, m) for r, (_, m) in sorted(semantic.items(), key=lambda t: -t[1][0])
-             if r not in seen]
-    return text + extra
 
 
 def best_fused() -> float:

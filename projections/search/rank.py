@@ -209,8 +209,7 @@ def _content_words(words: list[str]) -> list[str]:
     return kept or words
 
 
-def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int,
-                scored: bool = True) -> list[_Candidate]:
+def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
     """The shown entries of ``hits``, each with its exact text score (when
     ``stats``) and its blend; entries are read one chunk at a time."""
     params = views.decay_params()
@@ -224,7 +223,7 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
-            text = (0.0 if not scored or hit.text_score < 0 else 1.0 if stats is None
+            text = (0.0 if hit.text_score < 0 else 1.0 if stats is None
                     else text_score(searchable_text(view.entry), stats))
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
