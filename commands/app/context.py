@@ -48,7 +48,6 @@ from projections import EntryView, SearchQuery, SessionView, ViewReader
 from .fitting import Section, block, fit
 from .results import ContextBlock
 from .scope import project_of, session_scope, user_sessions
-from .search import find
 from .store import Store
 from .validate import check_id
 
@@ -129,8 +128,9 @@ class _Gather:
         """Entries of ``kinds`` in the session's scope, as the search ranks them."""
         query = SearchQuery(text=text, kinds=kinds, limit=limit, sort=sort,  # type: ignore[arg-type]
                             scope=self.scope, include_archived=True, exclude_sessions=self.exclude)
-        ids = [r.id for r in find(self.store, query, self.as_of, self.now, reader=self.views)]
-        return [v for v in self.views.entries(ids) if v is not None and v.entry is not None]
+        # The ranking's views as they are (no results with snippets, no second read).
+        ranking = self.store.proj.search(query, as_of=self.as_of, now=self.now, reader=self.views)
+        return [r.view for r in ranking.entries if isinstance(r.view, EntryView) and r.view.entry is not None]
 
     def _newest(self, kind: str, session_ids: Iterable[str]) -> Iterator[EntryView]:
         """Entries of ``kind`` in ``session_ids``, newest first (read from the
