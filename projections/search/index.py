@@ -377,8 +377,11 @@ class SearchIndex:
             pool = self._pool
         return list(pool.map(fn, (s for _, s in searchers)))
 
-    def doc_freq(self, term: str) -> int:
-        """How many documents (deleted ones included until merged) hold ``term``."""
+    def doc_freq(self, word: str) -> int:
+        """How many documents (deleted ones included until merged) hold ``word``,
+        stemmed as the index stems it (a raw word whose stem differs would
+        always count 0)."""
+        term = _terms.stem_all([word.lower()])[0]
         return sum(s.doc_freq("content", term) for _, s in self.searchers())
 
     def files(self) -> Iterable[Path]:
