@@ -19,6 +19,7 @@ __all__ = [
     "E_DUPLICATE_EVENT",
     "E_ENTRY_NOT_FOUND",
     "E_EVENT_NOT_FOUND",
+    "E_IMPORT_BAD_RECORD",
     "E_INTERNAL",
     "E_INVALID_FORMAT",
     "E_INVALID_PATTERN",
@@ -30,8 +31,10 @@ __all__ = [
     "E_NOT_WRITABLE",
     "E_NO_STORE",
     "E_PURGE_UNVERIFIED",
+    "E_READ_ONLY",
     "E_SCHEMA_INVALID",
     "E_SESSION_ARCHIVED",
+    "E_SESSION_CLOSED",
     "E_SESSION_NOT_FOUND",
     "E_SIZE_LIMIT",
     "E_STORAGE_CORRUPT",
@@ -48,6 +51,7 @@ __all__ = [
     "DuplicateEventError",
     "EntryNotFoundError",
     "EventNotFoundError",
+    "ImportRecordError",
     "InvalidEventError",
     "InvalidInputError",
     "InvalidPatternError",
@@ -58,8 +62,10 @@ __all__ = [
     "NotFoundError",
     "NotWritableError",
     "PurgeUnverifiedError",
+    "ReadOnlyError",
     "RetiredError",
     "SessionArchivedError",
+    "SessionClosedError",
     "SessionNotFoundError",
     "SizeLimitError",
     "StorageError",
@@ -83,6 +89,9 @@ E_MEMORY_NOT_FOUND: Final = "E_MEMORY_NOT_FOUND"
 E_EVENT_NOT_FOUND: Final = "E_EVENT_NOT_FOUND"
 E_NO_STORE: Final = "E_NO_STORE"
 E_SESSION_ARCHIVED: Final = "E_SESSION_ARCHIVED"
+E_SESSION_CLOSED: Final = "E_SESSION_CLOSED"
+E_READ_ONLY: Final = "E_READ_ONLY"
+E_IMPORT_BAD_RECORD: Final = "E_IMPORT_BAD_RECORD"
 E_CONFLICT: Final = "E_CONFLICT"
 E_CONCURRENT_MOD: Final = "E_CONCURRENT_MOD"
 E_DUPLICATE_EVENT: Final = "E_DUPLICATE_EVENT"
@@ -135,6 +144,21 @@ class UsageError(InvalidInputError):
     """A command line is malformed (unknown option, bad choice, missing argument)."""
 
     code = E_USAGE
+
+
+class ImportRecordError(InvalidInputError):
+    """A record of an import is malformed; nothing of that import was written.
+
+    ``file`` and ``line`` locate the record (line 0: the file as a whole) and
+    ``reason`` says what is wrong, naming fields, never content."""
+
+    code = E_IMPORT_BAD_RECORD
+
+    def __init__(self, message: str, *, file: str = "", line: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.reason = reason
 
 
 class InvalidEventError(InvalidInputError):
@@ -203,6 +227,20 @@ class SessionArchivedError(MemlogError):
     """The session is archived; restore it first."""
 
     code = E_SESSION_ARCHIVED
+    exit_code = 4
+
+
+class SessionClosedError(MemlogError):
+    """The session is closed and takes no new entries; start a new session."""
+
+    code = E_SESSION_CLOSED
+    exit_code = 4
+
+
+class ReadOnlyError(MemlogError):
+    """The store was opened read-only (``memlog mcp --read-only``): no writes."""
+
+    code = E_READ_ONLY
     exit_code = 4
 
 
@@ -291,7 +329,8 @@ class RetiredError(StorageError):
 CODES: Final[tuple[str, ...]] = (
     E_SCHEMA_INVALID, E_INVALID_FORMAT, E_INVALID_QUERY, E_SIZE_LIMIT, E_USAGE, E_ABORTED,
     E_NOT_FOUND, E_SESSION_NOT_FOUND, E_ENTRY_NOT_FOUND, E_MEMORY_NOT_FOUND, E_EVENT_NOT_FOUND,
-    E_NO_STORE, E_SESSION_ARCHIVED, E_CONFLICT, E_CONCURRENT_MOD, E_DUPLICATE_EVENT,
-    E_STORAGE_IO, E_STORAGE_FULL, E_STORAGE_CORRUPT, E_LOCK_TIMEOUT, E_STORE_REPLACED,
-    E_NOT_WRITABLE, E_UNSAFE_STORE, E_INVALID_PATTERN, E_PURGE_UNVERIFIED, E_MEMLOG, E_INTERNAL,
+    E_NO_STORE, E_SESSION_ARCHIVED, E_SESSION_CLOSED, E_READ_ONLY, E_CONFLICT, E_CONCURRENT_MOD,
+    E_DUPLICATE_EVENT, E_STORAGE_IO, E_STORAGE_FULL, E_STORAGE_CORRUPT, E_LOCK_TIMEOUT, E_STORE_REPLACED,
+    E_NOT_WRITABLE, E_UNSAFE_STORE, E_INVALID_PATTERN, E_PURGE_UNVERIFIED, E_IMPORT_BAD_RECORD, E_MEMLOG,
+    E_INTERNAL,
 )
