@@ -28,15 +28,11 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-pytest.importorskip("langgraph.store.memory")
-
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.runtime import Runtime  # noqa: E402
-from langgraph.store.base import (  # noqa: E402
-    BaseStore,
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
@@ -44,12 +40,12 @@ from langgraph.store.base import (  # noqa: E402
     PutOp,
     SearchOp,
 )
-from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.store.memory import InMemoryStore
 
-from eventstore import MemoryNotFoundError, ReadOnlyError  # noqa: E402
-from memlog import MemoryLog  # noqa: E402
-from memlog.langgraph import MemlogStore  # noqa: E402
-from tests.conftest import scan_dir  # noqa: E402
+from eventstore import MemoryNotFoundError, ReadOnlyError
+from memlog import MemoryLog
+from memlog.langgraph import MemlogStore
+from tests.conftest import scan_dir
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations" / "langgraph.md"
 
@@ -102,8 +98,8 @@ def _to_op(step: tuple[Any, ...]) -> Any:
         case ("query", prefix, flt, word):
             return SearchOp(prefix, flt, 100, 0, word)
         case ("list", prefix, suffix, depth, limit, offset):
-            conds = tuple(MatchCondition(kind, path) for kind, path in (("prefix", prefix), ("suffix", suffix))
-                          if path)
+            pairs = (("prefix", prefix), ("suffix", suffix))
+            conds = tuple(MatchCondition(kind, path) for kind, path in pairs if path)
             return ListNamespacesOp(conds or None, depth, limit, offset)
     raise AssertionError(step)
 
@@ -143,8 +139,10 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemlogStore]:
 _users = itertools.count()
 
 
-@settings(max_examples=30)
+@settings(max_examples=60)
 @given(steps=OPS)
+@example(steps=[("put", ("a",), "k0", {"n": 0}), ("put", ("b",), "k0", {"n": 0}),
+                ("delete", ("a",), "k0"), ("put", ("a",), "k1", {"n": 1}), ("search", (), None, 5, 0)])
 def test_differential_against_in_memory_store(shared: MemlogStore, steps: list[tuple[Any, ...]]) -> None:
     """The same operations on InMemoryStore and MemlogStore give the same answers."""
     store, oracle = shared.for_user(f"example_{next(_users)}"), InMemoryStore()
@@ -209,6 +207,17 @@ def test_timestamps_come_from_the_memory_events(tmp_path: Path) -> None:
         store.put(("t",), "k", {"v": 3})
         third = store.get(("t",), "k")
         assert third is not None and third.created_at > second.updated_at
+
+
+def test_hybrid_search_with_the_default_embedder(tmp_path: Path) -> None:
+    """With memlog's shipped embedder, a query ranks by hybrid search."""
+    pytest.importorskip("numpy")
+    with MemlogStore(tmp_path / "store") as store:
+        assert store.mem.proj.embedder is not None
+        store.put(("kb",), "db", {"text": "The ledger database is PostgreSQL"})
+        store.put(("kb",), "ui", {"text": "The frontend uses React"})
+        hits = store.search(("kb",), query="which database holds the ledger")
+        assert hits[0].key == "db" and hits[0].score is not None
 
 
 # -- privacy, scope, audit ---------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Every item of one ``MemlogStore`` object is a memory of one memlog user
 (``user_id=``, default ``"langgraph"``): a put is a ``memory.saved``, a
-delete runs memlog's deletion pipeline (``memory.forgotten``, a tombstone and
-a purge that erases every saved version from the log, the views and the
+delete runs memlog's deletion pipeline as ``mem.forget`` does (a request, a
+tombstone and a purge that erases every saved version from the log, the views and the
 search index). :mod:`.documents` tells how an item is held, :mod:`.reading`
 how reads order and rank, :mod:`.matching` the filter rules.
 
