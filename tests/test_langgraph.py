@@ -220,6 +220,34 @@ def test_hybrid_search_with_the_default_embedder(tmp_path: Path) -> None:
         assert hits[0].key == "db" and hits[0].score is not None
 
 
+SYNONYMS = {"car": 0, "automobile": 0, "vehicle": 0, "tea": 1, "coffee": 1, "drink": 1}
+
+
+def fake_embed(texts: list[str]) -> list[list[float]]:
+    """A deterministic embedding: one dimension per group of synonyms (other words: none)."""
+    out = []
+    for text in texts:
+        row = [0.0] * 4
+        for word in re.findall(r"[a-z]+", text.lower()):
+            if word in SYNONYMS:
+                row[SYNONYMS[word]] += 1.0
+        out.append(row)
+    return out
+
+
+def test_the_index_embed_becomes_memlogs_embedder(tmp_path: Path) -> None:
+    """index={"dims", "embed"}: memlog's hybrid search uses that model, so a
+    query finds an item that shares no word with it."""
+    pytest.importorskip("numpy")
+    index: Any = {"dims": 4, "embed": fake_embed}
+    with MemlogStore(tmp_path / "store", index=index) as store:
+        assert store.mem.proj.embedder is not None and store.mem.proj.embedder.name.endswith(":4")
+        store.put(("kb",), "ride", {"text": "a red car"})
+        store.put(("kb",), "cup", {"text": "green tea"})
+        hits = store.search(("kb",), query="automobile")
+        assert [(h.key, h.score is not None) for h in hits] == [("ride", True), ("cup", False)]
+
+
 # -- privacy, scope, audit ---------------------------------------------------------
 
 
@@ -237,7 +265,7 @@ def test_a_delete_is_erased_from_the_data_dir(tmp_path: Path) -> None:
     assert scan_dir(path, [value_marker.encode()]), "the value is on disk before the delete"
     with MemlogStore(path, embedder=None) as store:
         report = store.forget((label_marker, "facts"), "secret")
-        assert report.purged and report.verified and report.deleted == 2  # the item and its namespace
+        assert report.purged and report.verified and report.deleted == 3  # item, its search text, namespace
         assert store.erasure_report() == report
         assert store.get((label_marker, "facts"), "secret") is None
         assert store.list_namespaces() == [("other",)]

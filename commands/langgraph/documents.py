@@ -1,13 +1,20 @@
-"""How a LangGraph item lives in memlog: one user memory per item.
+"""How a LangGraph item lives in memlog: two user memories per item.
 
-An item ``(namespace, key) -> value`` is the memory of key
-:func:`item_key` (``lg_`` and 40 hex digits of a SHA-256 of the namespace
-and the key: memory keys allow ``[a-z][a-z0-9_]*`` only), whose content is
-the JSON document ``{"namespace": [...], "key": ..., "value": {...},
-"index": [...] | false}``. A namespace that holds at least one item has an
-anchor memory, key :func:`namespace_key`, content ``{"namespace": [...]}``:
-its first save orders the namespace (as ``InMemoryStore`` orders them by
-arrival) and it is erased with the namespace's last item.
+- The document: key :func:`item_key` (``lg_`` and 40 hex digits of a SHA-256
+  of the namespace and the key: memory keys allow ``[a-z][a-z0-9_]*`` only),
+  content the JSON ``{"namespace": [...], "key": ..., "value": {...},
+  "index": [...] | false}``.
+- The search text: key :func:`search_key` (``lgix_`` and the same digest),
+  content the text of the fields the item is indexed on (``$``: the value's
+  JSON), or :data:`NOT_INDEXED` for ``index=False``. A query ranks the items
+  whose search text memlog's search (text, semantic or hybrid) finds, so the
+  ``index`` config decides exactly what a query can match, and embeddings
+  see the indexed text alone.
+
+A namespace that holds at least one item has an anchor memory, key
+:func:`namespace_key`, content ``{"namespace": [...]}``: its first save
+orders the namespace (as ``InMemoryStore`` orders them by arrival) and it is
+erased with the namespace's last item.
 
 Ingest redaction (``redact_on_ingest``) runs on each string of the value,
 never on the JSON text (a pattern matching across quotes would break it);
@@ -18,12 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import Stemmer
 from langgraph.store.base import get_text_at_path, tokenize_path
 
 from eventstore import InvalidInputError
@@ -31,6 +36,8 @@ from eventstore import InvalidInputError
 __all__ = [
     "ITEM_PREFIX",
     "NAMESPACE_PREFIX",
+    "NOT_INDEXED",
+    "SEARCH_PREFIX",
     "Stored",
     "decode_anchor",
     "decode_item",
@@ -40,11 +47,13 @@ __all__ = [
     "item_key",
     "namespace_key",
     "redact_value",
-    "shares_terms",
+    "search_key",
 ]
 
 ITEM_PREFIX = "lg_"
 NAMESPACE_PREFIX = "lgns_"
+SEARCH_PREFIX = "lgix_"
+NOT_INDEXED = "-"  # the search text of an item put with index=False (or with no indexed text)
 _HEX = 40
 
 Namespace = tuple[str, ...]
@@ -73,6 +82,11 @@ def _digest(parts: object) -> str:
 def item_key(namespace: Namespace, key: str) -> str:
     """The memlog memory key of a LangGraph item (stable, 43 characters)."""
     return ITEM_PREFIX + _digest([list(namespace), key])
+
+
+def search_key(namespace: Namespace, key: str) -> str:
+    """The memlog memory key of an item's search text."""
+    return SEARCH_PREFIX + _digest([list(namespace), key])
 
 
 def namespace_key(namespace: Namespace) -> str:
@@ -143,29 +157,13 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
 
 def index_text(value: Mapping[str, Any], fields: list[str]) -> str:
     """The text a query is matched against: the value's JSON for ``$``, else
-    the fields' texts (LangGraph's path syntax: ``a.b``, ``a[*].b``, ``a[0]``)."""
+    the fields' texts (LangGraph's path syntax: ``a.b``, ``a[*].b``, ``a[0]``),
+    one per line; :data:`NOT_INDEXED` when there is none."""
     texts: list[str] = []
     for path in fields:
         if path == "$":
             texts.append(json.dumps(dict(value), ensure_ascii=False))
         else:
             texts.extend(get_text_at_path(dict(value), tokenize_path(path)))
-    return "\n".join(texts)
-
-
-# The search index's terms (projections.search.terms): letters and digits,
-# lower-cased, reduced to their English (Snowball) stem.
-_stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
-
-
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _terms(text: str) -> set[str]:
-    found = _WORD.findall(text.lower())
-    return set(_stem(found)) if found else set()
-
-
-def shares_terms(query: str, text: str) -> bool:
-    """Whether ``text`` holds one of the query's terms (as the index stems them)."""
-    return bool(_terms(query) & _terms(text))
+    text = "\n".join(texts)
+    return text if text.strip() else NOT_INDEXED

@@ -6,7 +6,8 @@ still current (a new save keeps the item's place; a delete and a new put
 move it last). A query puts the items memlog's search ranks first, best
 first, with their score; the other candidates follow in that order, score
 None (a query reorders, it never hides an item: the vector stores of
-LangGraph rank every item too).
+LangGraph rank every item too). What the search matches is the item's search
+text (:mod:`.documents`): its indexed fields only.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from projections import MemoryView, ViewReader
 from .documents import (
     ITEM_PREFIX,
     NAMESPACE_PREFIX,
+    SEARCH_PREFIX,
     Namespace,
     Stored,
     decode_anchor,
     decode_item,
-    index_text,
     item_key,
     namespace_key,
-    shares_terms,
+    search_key,
 )
 from .matching import matches_filter
 
@@ -46,6 +47,7 @@ class Snapshot:
 
     items: dict[tuple[Namespace, str], Stored] = field(default_factory=dict)
     anchors: dict[Namespace, tuple[int, str]] = field(default_factory=dict)  # ns -> (first seq, memory id)
+    searches: dict[str, str] = field(default_factory=dict)  # search text's key -> its memory id
 
     def ordered(self) -> list[Stored]:
         """The items in store order."""
@@ -87,6 +89,8 @@ def load(views: ViewReader, user_id: str, as_of: int | None) -> Snapshot:
             if namespace is not None and view.key == namespace_key(namespace):
                 first = _versions(views, user_id, view.key, as_of)[0]
                 snap.anchors[namespace] = (first.saved_seq, view.memory_id)
+        elif view.key.startswith(SEARCH_PREFIX):
+            snap.searches[view.key] = view.memory_id
     return snap
 
 
@@ -121,38 +125,28 @@ def _search_item(item: Stored, score: float | None) -> SearchItem:
                       _time(item.updated_at), score)
 
 
-def _matched(item: Stored, query: str, semantic: bool) -> bool:
-    """Whether a hit of memlog's search counts under the item's ``index``:
-    never with ``index=False``; a semantic hit when the item is indexed whole
-    (``$``); a text hit when the indexed text holds one of the query's terms."""
-    if item.index is None:
-        return False
-    if semantic and "$" in item.index:
-        return True
-    return shares_terms(query, index_text(item.value, item.index))
-
-
-def _ranked(candidates: list[Stored], query: str, rank: Ranker,
-            semantic: bool) -> list[tuple[Stored, float | None]]:
-    by_id = {item.memory_id: item for item in candidates}
+def _ranked(snapshot: Snapshot, candidates: list[Stored], query: str,
+            rank: Ranker) -> list[tuple[Stored, float | None]]:
+    """The candidates whose search text the query finds (not ``index=False``),
+    best first with their score, then the others in order, score None."""
+    by_search = {snapshot.searches.get(search_key(item.namespace, item.key)): item for item in candidates
+                 if item.index is not None}
     first: list[tuple[Stored, float | None]] = []
     for memory_id, score in rank(query):
-        item = by_id.pop(memory_id, None)
-        if item is not None and _matched(item, query, semantic):
+        item = by_search.pop(memory_id, None)
+        if item is not None:
             first.append((item, score))
-        elif item is not None:
-            by_id[memory_id] = item
-    rest = set(by_id)
-    return first + [(item, None) for item in candidates if item.memory_id in rest]
+    taken = {id(item) for item, _ in first}
+    return first + [(item, None) for item in candidates if id(item) not in taken]
 
 
-def search(snapshot: Snapshot, op: SearchOp, rank: Ranker | None, semantic: bool) -> list[SearchItem]:
+def search(snapshot: Snapshot, op: SearchOp, rank: Ranker | None) -> list[SearchItem]:
     """A search op's page: namespace prefix, filter, query ranking, offset and limit."""
     n = len(op.namespace_prefix)
     candidates = [item for item in snapshot.ordered()
                   if item.namespace[:n] == op.namespace_prefix and matches_filter(item.value, op.filter)]
     if op.query and op.query.strip() and rank is not None:
-        scored = _ranked(candidates, op.query, rank, semantic)
+        scored = _ranked(snapshot, candidates, op.query, rank)
     else:
         scored = [(item, None) for item in candidates]
     return [_search_item(item, score) for item, score in scored[op.offset: op.offset + op.limit]]

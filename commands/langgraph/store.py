@@ -46,13 +46,17 @@ from ..app.entries import new_id
 from ..app.validate import check_content, check_id
 from ..memory import MemoryLog
 from .documents import (
+    NOT_INDEXED,
     Namespace,
     encode_anchor,
     encode_item,
+    index_text,
     item_key,
     namespace_key,
     redact_value,
+    search_key,
 )
+from .embedding import IndexEmbedder
 from .matching import list_namespaces
 from .reading import Ranker, Snapshot, anchor_id, load, lookup, search, to_item
 
@@ -92,11 +96,6 @@ class _Reader:
                                limit=_RANK_LIMIT, record_access=False)
         return [(hit.id, hit.score) for hit in hits]
 
-    def _semantic(self) -> bool:
-        if self.search_mode is not None:
-            return self.search_mode != "text"
-        return self.mem.proj.embedder is not None
-
     def _read(self, ops: Sequence[Op]) -> list[Result]:
         """The results of the reads (None for the puts), against one snapshot."""
         ranked = {op.query: self._rank(op.query) for op in ops
@@ -115,7 +114,7 @@ class _Reader:
                     continue
                 snapshot = snapshot or load(views, self.user_id, self._seq())
                 if isinstance(op, SearchOp):
-                    results.append(search(snapshot, op, rank, self._semantic()))
+                    results.append(search(snapshot, op, rank))
                 else:
                     results.append(list_namespaces(snapshot.namespaces(), op))
         return results
@@ -128,8 +127,11 @@ class MemlogStore(_Reader, BaseStore):
     ``overrides`` are its settings) or an open :class:`~commands.MemoryLog`
     (then closing this store leaves it open). ``index``: LangGraph's
     ``IndexConfig``; its ``fields`` (default ``["$"]``, the whole value) say
-    what a query is matched against; memlog ranks with its own search (text,
-    or hybrid when an ``embedder`` is installed; ``search_mode`` forces one).
+    what a query is matched against; its ``embed`` and ``dims`` become the
+    memlog's embedder (:class:`.embedding.IndexEmbedder`) unless ``embedder``
+    is given (or ``path`` is an open memlog, whose embedder stays). memlog
+    ranks with its own search: text, or hybrid when an embedder is installed;
+    ``search_mode`` forces one.
     """
 
     supports_ttl: bool = False
@@ -142,6 +144,8 @@ class MemlogStore(_Reader, BaseStore):
         self.search_mode = search_mode
         self.fields: list[str] = list((index or {}).get("fields") or ["$"])
         self._owned = not isinstance(path, MemoryLog)
+        if index and index.get("embed") is not None and embedder == "default":
+            embedder = IndexEmbedder(index)
         self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
                                                                          **overrides)
         self._lock = threading.RLock()
@@ -185,12 +189,15 @@ class MemlogStore(_Reader, BaseStore):
             if report is not None:
                 self._reports.append(report)
 
-    def _content(self, op: PutOp, counts: dict[str, int]) -> str:
+    def _contents(self, op: PutOp, counts: dict[str, int]) -> tuple[str, str]:
+        """The item's document and search text (the value redacted first)."""
         redactor = self.mem.store.entries.redactor
         value = op.value if redactor is None else redact_value(op.value, lambda s: redactor.redact(s, counts))
         index = None if op.index is False else list(op.index or self.fields)
-        text = encode_item(op.namespace, op.key, value or {}, index)
-        return check_content(text, "value", self.mem.settings.max_content_bytes)
+        document = encode_item(op.namespace, op.key, value or {}, index)
+        text = NOT_INDEXED if index is None else index_text(value or {}, index)
+        limit = self.mem.settings.max_content_bytes
+        return check_content(document, "value", limit), check_content(text, "indexed text", limit)
 
     def _append(self, key: str, content: str, counts: dict[str, int]) -> None:
         event = MemorySaved(user_id=self.user_id, key=key, content=content, memory_id=new_id("mem"),
@@ -198,23 +205,26 @@ class MemlogStore(_Reader, BaseStore):
         self.mem.store.writer.append(f"user:{self.user_id}", lambda: [event])
 
     def _save(self, saves: list[PutOp]) -> None:
-        """Save the items (and the anchors of new namespaces) in one transaction."""
+        """Save the items, their search texts and the anchors of new namespaces
+        in one transaction (everything checked before anything is written)."""
         contents = []
-        for op in saves:  # everything is checked before anything is written
+        for op in saves:
             counts: dict[str, int] = {}
-            contents.append((op, self._content(op, counts), counts))
+            contents.append((op, *self._contents(op, counts), counts))
         namespaces = {op.namespace for op in saves}
         with self.mem.store.read() as views:
             anchored = {ns for ns in namespaces if anchor_id(views, self.user_id, ns) is not None}
         with self.mem.batch():
-            for op, content, counts in contents:
+            for op, document, text, counts in contents:
                 if op.namespace not in anchored:
                     self._append(namespace_key(op.namespace), encode_anchor(op.namespace), {})
                     anchored.add(op.namespace)
-                self._append(item_key(op.namespace, op.key), content, counts)
+                self._append(item_key(op.namespace, op.key), document, counts)
+                self._append(search_key(op.namespace, op.key), text, {})
 
     def _delete(self, gone: list[tuple[Namespace, str]]) -> DeletionReport | None:
-        """Delete the items (and the anchors of the namespaces left empty) in one request."""
+        """Delete the items, their search texts and the anchors of the namespaces
+        left empty, in one deletion request (one purge)."""
         with self.mem.store.read() as views:
             snap = load(views, self.user_id, None)
         found = [pair for pair in dict.fromkeys(gone) if pair in snap.items]
@@ -222,6 +232,7 @@ class MemlogStore(_Reader, BaseStore):
             return None
         left = Counter(ns for ns, _ in snap.items) - Counter(ns for ns, _ in found)
         ids = [snap.items[pair].memory_id for pair in found]
+        ids += [snap.searches[key] for key in (search_key(*pair) for pair in found) if key in snap.searches]
         ids += [snap.anchors[ns][1] for ns in {ns for ns, _ in found} if not left[ns] and ns in snap.anchors]
         return self.mem.delete(ids=ids, reason=DELETE_REASON, requested_by=self.user_id)
 
