@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -65,6 +66,12 @@ __all__ = ["DEFAULT_USER", "MemlogStore", "MemlogStoreAsOf"]
 DEFAULT_USER = "langgraph"
 DELETE_REASON = "deleted through LangGraph"
 _RANK_LIMIT = 1000  # memlog's search returns at most this many hits
+# One lock per open memlog: the store objects on it (one per user) take turns.
+_LOCKS: weakref.WeakKeyDictionary[MemoryLog, threading.RLock] = weakref.WeakKeyDictionary()
+
+
+def _lock_of(mem: MemoryLog) -> threading.RLock:
+    return _LOCKS.setdefault(mem, threading.RLock())
 
 
 def _check_ops(ops: Iterable[Op]) -> list[Op]:
@@ -148,15 +155,13 @@ class MemlogStore(_Reader, BaseStore):
             embedder = IndexEmbedder(index)
         self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
                                                                          **overrides)
-        self._lock = threading.RLock()
+        self._lock = _lock_of(self.mem)
         self._reports: list[DeletionReport] = []
 
     def for_user(self, user_id: str) -> MemlogStore:
         """A store on the same open memlog for another user (closing it leaves the memlog open)."""
-        other = MemlogStore(self.mem, user_id=user_id, search_mode=self.search_mode,
-                            index={"fields": list(self.fields)})
-        other._lock = self._lock
-        return other
+        return MemlogStore(self.mem, user_id=user_id, search_mode=self.search_mode,
+                           index={"fields": list(self.fields)})
 
     # -- BaseStore ----------------------------------------------------------
 
