@@ -7,10 +7,11 @@ nature and are left out). Two normalisations, both documented in
 docs/integrations/langgraph.md:
 
 - ``InMemoryStore`` never forgets a namespace, even one whose items were all
-  deleted or one a ``get`` only looked at; ``MemlogStore`` erases a
-  namespace with its last item. The oracle's empty namespaces are dropped
-  after every operation, so both list (and order) the namespaces that hold
-  items.
+  deleted or one a ``get`` or a delete only looked at (and such a look puts
+  the namespace in its order); ``MemlogStore`` erases a namespace with its
+  last item. The oracle's namespace table takes a namespace in with its
+  first item, and drops the empty ones after every operation (a batch is
+  one operation), so both list and order the namespaces that hold items.
 - ``InMemoryStore`` without embeddings ignores a query; ``MemlogStore`` ranks
   with memlog's search. For a search with a query (offset 0, a limit above
   the item count) the test compares the set of items, and the order of the
@@ -72,7 +73,7 @@ FILTERS = st.one_of(
 )
 PATHS = st.lists(st.sampled_from(["a", "b", "c", "*"]), max_size=2).map(tuple)
 
-PUT = st.tuples(st.just("put"), NAMESPACES, KEYS, VALUES)
+PUT = st.tuples(st.just("put"), NAMESPACES, KEYS, VALUES, st.sampled_from([None, False, ["text"], ["tag"]]))
 DELETE = st.tuples(st.just("delete"), NAMESPACES, KEYS)
 GET = st.tuples(st.just("get"), NAMESPACES, KEYS)
 SEARCH = st.tuples(st.just("search"), st.lists(LABELS, max_size=2).map(tuple), FILTERS,
@@ -87,8 +88,8 @@ OPS = st.lists(st.one_of(PUT, PUT, DELETE, GET, SEARCH, SEARCH, QUERY, LIST, BAT
 def _to_op(step: tuple[Any, ...]) -> Any:
     """One generated step as a LangGraph op."""
     match step:
-        case ("put", ns, key, value):
-            return PutOp(ns, key, value)
+        case ("put", ns, key, value, index):
+            return PutOp(ns, key, value, index)
         case ("delete", ns, key):
             return PutOp(ns, key, None)
         case ("get", ns, key):
@@ -113,8 +114,36 @@ def _shape(result: Any) -> Any:
     return result
 
 
+class _Items(dict[str, Any]):
+    """One namespace's items in the oracle; it joins the table with its first item."""
+
+    def __init__(self, table: _Namespaces, namespace: tuple[str, ...]) -> None:
+        super().__init__()
+        self.table, self.namespace = table, namespace
+
+    def __setitem__(self, key: str, item: Any) -> None:
+        super().__setitem__(key, item)
+        if self.namespace not in self.table:
+            dict.__setitem__(self.table, self.namespace, self)
+
+
+class _Namespaces(dict[tuple[str, ...], _Items]):
+    """The oracle's namespace table (InMemoryStore's ``_data``), where a get or
+    a delete that finds nothing leaves no namespace behind (see the module
+    docstring): a namespace is listed, and ordered, from its first item on."""
+
+    def __missing__(self, namespace: tuple[str, ...]) -> _Items:
+        return _Items(self, namespace)
+
+
+def _oracle() -> InMemoryStore:
+    oracle = InMemoryStore()
+    oracle._data = _Namespaces()  # type: ignore[assignment]
+    return oracle
+
+
 def _prune(oracle: InMemoryStore) -> None:
-    """Drop the oracle's empty namespaces (see the module docstring)."""
+    """Drop the oracle's namespaces left empty by an operation (see the module docstring)."""
     for ns in [ns for ns, items in oracle._data.items() if not items]:
         del oracle._data[ns]
 
@@ -141,11 +170,15 @@ _users = itertools.count()
 
 @settings(max_examples=60)
 @given(steps=OPS)
-@example(steps=[("put", ("a",), "k0", {"n": 0}), ("put", ("b",), "k0", {"n": 0}),
-                ("delete", ("a",), "k0"), ("put", ("a",), "k1", {"n": 1}), ("search", (), None, 5, 0)])
+@example(steps=[("put", ("a",), "k0", {"n": 0}, None), ("put", ("b",), "k0", {"n": 0}, None),
+                ("delete", ("a",), "k0"), ("put", ("a",), "k1", {"n": 1}, None), ("search", (), None, 5, 0)])
+@example(steps=[("batch", [("get", ("a",), "k0"), ("delete", ("b",), "k0"),
+                           ("put", ("c",), "k0", {"n": 0}, None), ("put", ("b",), "k1", {"n": 0}, None),
+                           ("put", ("a",), "k0", {"n": 0}, None)]),
+                ("search", (), None, 5, 0)])
 def test_differential_against_in_memory_store(shared: MemlogStore, steps: list[tuple[Any, ...]]) -> None:
     """The same operations on InMemoryStore and MemlogStore give the same answers."""
-    store, oracle = shared.for_user(f"example_{next(_users)}"), InMemoryStore()
+    store, oracle = shared.for_user(f"example_{next(_users)}"), _oracle()
     for step in steps:
         ops = [_to_op(s) for s in step[1]] if step[0] == "batch" else [_to_op(step)]
         got, want = store.batch(ops), oracle.batch(ops)

@@ -66,11 +66,19 @@ def _versions(views: ViewReader, user_id: str, key: str, as_of: int | None) -> l
     return [v for v in views.memory_versions(user_id, key) if as_of is None or v.saved_seq <= as_of]
 
 
+def _first_save(versions: list[MemoryView]) -> MemoryView:
+    """The first save of the current life: after the last version a forget ended
+    (a purge drops those; one that waits or failed leaves them)."""
+    ended = [i for i, v in enumerate(versions) if v.state != "live"]
+    start = ended[-1] + 1 if ended else 0
+    return versions[start] if start < len(versions) else versions[-1]
+
+
 def _stored(views: ViewReader, user_id: str, view: MemoryView, as_of: int | None) -> Stored | None:
     decoded = decode_item(view.content) if view.state == "live" else None
     if decoded is None or view.key != item_key(decoded[0], decoded[1]):
         return None  # not an item this module wrote (a memory that only looks like one)
-    first = _versions(views, user_id, view.key, as_of)[0]
+    first = _first_save(_versions(views, user_id, view.key, as_of))
     namespace, key, value, index = decoded
     return Stored(namespace, key, value, index, view.memory_id, first.saved_seq, first.saved_at,
                   view.saved_at)
@@ -87,7 +95,7 @@ def load(views: ViewReader, user_id: str, as_of: int | None) -> Snapshot:
         elif view.key.startswith(NAMESPACE_PREFIX):
             namespace = decode_anchor(view.content)
             if namespace is not None and view.key == namespace_key(namespace):
-                first = _versions(views, user_id, view.key, as_of)[0]
+                first = _first_save(_versions(views, user_id, view.key, as_of))
                 snap.anchors[namespace] = (first.saved_seq, view.memory_id)
         elif view.key.startswith(SEARCH_PREFIX):
             snap.searches[view.key] = view.memory_id

@@ -39,7 +39,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from eventstore import MemoryNotFoundError, MemorySaved, ReadOnlyError
+from eventstore import InvalidInputError, MemoryNotFoundError, MemorySaved, ReadOnlyError
 from projections import Embedder
 
 from ..app import DeletionReport, HistoryItem
@@ -65,6 +65,7 @@ __all__ = ["DEFAULT_USER", "MemlogStore", "MemlogStoreAsOf"]
 
 DEFAULT_USER = "langgraph"
 DELETE_REASON = "deleted through LangGraph"
+SEARCH_MODES = ("text", "semantic", "hybrid")
 _RANK_LIMIT = 1000  # memlog's search returns at most this many hits
 # One lock per open memlog: the store objects on it (one per user) take turns.
 _LOCKS: weakref.WeakKeyDictionary[MemoryLog, threading.RLock] = weakref.WeakKeyDictionary()
@@ -148,6 +149,8 @@ class MemlogStore(_Reader, BaseStore):
                  search_mode: str | None = None,
                  embedder: Embedder | Literal["default"] | None = "default", **overrides: Any) -> None:
         self.user_id = check_id(user_id, "user id")
+        if search_mode not in (None, *SEARCH_MODES):
+            raise InvalidInputError(f"search_mode must be one of {', '.join(SEARCH_MODES)} or None")
         self.search_mode = search_mode
         self.fields: list[str] = list((index or {}).get("fields") or ["$"])
         self._owned = not isinstance(path, MemoryLog)
