@@ -24,6 +24,8 @@ import asyncio
 import itertools
 import re
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -382,6 +384,16 @@ def test_a_graph_stores_and_searches_through_memlog(tmp_path: Path) -> None:
         assert sorted(out["recalled"]) == ["likes green tea", "works with postgres"]
     with MemlogStore(tmp_path / "store", embedder=None) as store:     # persisted
         assert [i.key for i in store.search(("memories", "u1"))] == ["fact0", "fact1"]
+
+
+def test_memlog_imports_without_the_extra() -> None:
+    """``import memlog`` (and the CLI) work without LangGraph; memlog.langgraph says what to install."""
+    code = ("import sys; sys.modules['langgraph'] = None\n"
+            "import memlog, commands.cli\n"
+            "try:\n    import memlog.langgraph\nexcept ImportError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert 'pip install "memlog[langgraph]"' in done.stdout
 
 
 # -- the doc ------------------------------------------------------------------------
