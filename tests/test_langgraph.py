@@ -227,6 +227,8 @@ def test_query_ranks_with_memlog_search_and_honours_index(tmp_path: Path) -> Non
         assert [h.key for h in hits if h.score is None] == ["b", "c"]
         assert [h.key for h in store.search(("docs",), query="kafka") if h.score is not None] == ["b"]
         assert [h.key for h in store.search(("docs",), query="postgres", filter={"note": "kafka"})] == ["a"]
+        for odd in ("*", "!!!", "x" * 300, "seq:[1 TO 5]", "   ", 'a "b', "(c"):   # never an error
+            assert sorted(h.key for h in store.search(("docs",), query=odd)) == ["a", "b", "c", "d"]
 
 
 def test_timestamps_come_from_the_memory_events(tmp_path: Path) -> None:

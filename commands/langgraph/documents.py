@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "decode_item",
     "encode_anchor",
     "encode_item",
+    "has_words",
     "index_text",
     "item_key",
     "namespace_key",
@@ -167,3 +169,12 @@ def index_text(value: Mapping[str, Any], fields: list[str]) -> str:
             texts.extend(get_text_at_path(dict(value), tokenize_path(path)))
     text = "\n".join(texts)
     return text if text.strip() else NOT_INDEXED
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def has_words(query: str) -> bool:
+    """Whether memlog's search finds a word to search for in ``query`` (letters
+    or digits, at most 40 bytes); a query without one ranks nothing."""
+    return any(len(word.encode()) <= 40 for word in _WORD.findall(query.lower()))

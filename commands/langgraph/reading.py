@@ -153,7 +153,7 @@ def search(snapshot: Snapshot, op: SearchOp, rank: Ranker | None) -> list[Search
     n = len(op.namespace_prefix)
     candidates = [item for item in snapshot.ordered()
                   if item.namespace[:n] == op.namespace_prefix and matches_filter(item.value, op.filter)]
-    if op.query and op.query.strip() and rank is not None:
+    if op.query and rank is not None:
         scored = _ranked(snapshot, candidates, op.query, rank)
     else:
         scored = [(item, None) for item in candidates]

@@ -51,6 +51,7 @@ from .documents import (
     Namespace,
     encode_anchor,
     encode_item,
+    has_words,
     index_text,
     item_key,
     namespace_key,
@@ -106,8 +107,8 @@ class _Reader:
 
     def _read(self, ops: Sequence[Op]) -> list[Result]:
         """The results of the reads (None for the puts), against one snapshot."""
-        ranked = {op.query: self._rank(op.query) for op in ops
-                  if isinstance(op, SearchOp) and op.query and op.query.strip()}
+        ranked = {op.query: self._rank(op.query) if has_words(op.query) else [] for op in ops
+                  if isinstance(op, SearchOp) and op.query}
         rank: Ranker = ranked.__getitem__
         results: list[Result] = []
         snapshot: Snapshot | None = None
