@@ -1,0 +1,59 @@
+"""The resources: ``memory://entry/{id}`` and ``memory://session/{id}/transcript``.
+
+Both answer JSON (``application/json``) in the shapes of the tools' results.
+The ids go through the scope guard: another user's id fails exactly like an
+unknown one. The transcript lists a session's live messages in order, a page
+at a time (``memory://session/{id}/transcript?limit=50&offset=0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+
+from ..memory import MemoryLog
+from .errors import resource_error
+from .results import entry_out, show_out
+from .scope import Guard, ServerScope
+
+__all__ = ["ENTRY_URI", "TRANSCRIPT_URI", "add_resources"]
+
+ENTRY_URI = "memory://entry/{id}"
+TRANSCRIPT_URI = "memory://session/{id}/transcript{?limit,offset}"
+
+_json = msgspec.json.Encoder()
+
+
+def add_resources(server: MCPServer[Any], mem: MemoryLog, scope: ServerScope) -> None:
+    """Register the two resource templates on ``server``."""
+    guard = Guard(mem, scope)
+
+    async def entry(id: str) -> str:
+        """An entry or a memory by id, as the show tool gives it."""
+        return _answer(lambda: show_out(guard.item(id)))
+
+    async def transcript(id: str, limit: int = 50, offset: int = 0) -> str:
+        """A session's messages in order, a page at a time, with the total."""
+        def page() -> dict[str, Any]:
+            sid = guard.session(id).id
+            found = mem.transcript(sid, limit=limit, offset=offset)
+            return {"session_id": found.session_id, "messages": [entry_out(m) for m in found.messages],
+                    "total": found.total, "offset": found.offset, "limit": found.limit,
+                    "next_offset": found.next_offset}
+        return _answer(page)
+
+    server.resource(ENTRY_URI, name="entry", mime_type="application/json")(entry)
+    server.resource(TRANSCRIPT_URI, name="transcript", mime_type="application/json")(transcript)
+
+
+def _answer(read: Callable[[], object]) -> str:
+    """``read()`` as JSON text, or the resource error of what it raised."""
+    try:
+        return _json.encode(read()).decode()
+    except Exception as exc:
+        raise resource_error(exc) from None
+
+
