@@ -31,6 +31,7 @@ from .app import (
     SessionResult,
     Settings,
     Store,
+    TranscriptPage,
     audit,
     build_context,
     forgetting,
@@ -141,15 +142,32 @@ class MemoryLog:
         """Restore an archived session."""
         sessions.restore_session(self.store, session_id)
 
+    def close_session(self, session_id: str, reason: str | None = None) -> None:
+        """Close a session: it takes no new entries and stays readable."""
+        sessions.close_session(self.store, session_id, reason)
+
+    def update_session(self, session_id: str, *, agent_ids: Iterable[str] | None = None,
+                       tags: Iterable[str] | None = None,
+                       metadata: dict[str, str] | None = None) -> SessionResult:
+        """Replace a session's agents or tags, or merge into its metadata."""
+        sessions.update_session(self.store, session_id, agent_ids=agent_ids, tags=tags, metadata=metadata)
+        return sessions.session(self.store, session_id)
+
+    def transcript(self, session_id: str, *, limit: int | None = 50, offset: int = 0) -> TranscriptPage:
+        """A session's messages in the order they occurred, a page at a time."""
+        return sessions.transcript(self.store, session_id, limit, offset)
+
     # -- entries ------------------------------------------------------------
 
     def add_message(self, session_id: str, *, role: str, content: str, agent_id: str | None = None,
                     topic: str | None = None, parent_id: str | None = None, occurred_at: Any = None,
-                    tags: Iterable[str] = (), importance: float | None = None) -> str:
-        """Record a conversation message."""
+                    tags: Iterable[str] = (), importance: float | None = None,
+                    tool_call_id: str | None = None) -> str:
+        """Record a conversation message (``tool_call_id``: the call a tool message answers)."""
         return records.record_message(self.store, session_id, role=role, content=content,
                                       agent_id=agent_id, topic=topic, parent_id=parent_id,
-                                      occurred_at=occurred_at, tags=tags, importance=importance)
+                                      occurred_at=occurred_at, tags=tags, importance=importance,
+                                      tool_call_id=tool_call_id)
 
     def record_decision(self, session_id: str, *, decision: str, rationale: str | None = None,
                         alternatives: Iterable[str] = (), impact: str | None = None,

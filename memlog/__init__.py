@@ -27,6 +27,7 @@ from commands import (
     SearchResult,
     SessionResult,
     Settings,
+    TranscriptPage,
     load_settings,
 )
 from eventstore import *  # noqa: F403  (the log, events, vocabulary and errors: eventstore.__all__)
@@ -44,6 +45,7 @@ __all__ = [
     "PointInTime",
     "SearchResult",
     "SessionResult",
+    "TranscriptPage",
     "Settings",
     "load_settings",
     *_eventstore_all,

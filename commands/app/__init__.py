@@ -30,6 +30,7 @@ from .results import (
     MemoryResult,
     SearchResult,
     SessionResult,
+    TranscriptPage,
 )
 from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
 from .store import Store, holds_store, require_store
@@ -51,6 +52,7 @@ __all__ = [
     "SessionResult",
     "Settings",
     "Store",
+    "TranscriptPage",
     "audit",
     "build_context",
     "chars_over_four",
