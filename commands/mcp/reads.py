@@ -20,6 +20,7 @@ from .results import (
     RecallOut,
     SessionsOut,
     ShowOut,
+    TranscriptOut,
     context_out,
     entry_out,
     history_item_out,
@@ -27,6 +28,7 @@ from .results import (
     memory_out,
     session_out,
     show_out,
+    transcript_out,
 )
 from .scope import Guard, ServerScope
 
@@ -68,6 +70,12 @@ class ReadTools:
     def show(self, item_id: str) -> ShowOut:
         """An entry (live, redacted or deleted: then without content) or a memory, by id."""
         return show_out(self.guard.item(item_id))
+
+    def transcript(self, session_id: str, limit: int = 50, offset: int = 0) -> TranscriptOut:
+        """The messages of one of the user's sessions in the order they occurred,
+        a page at a time (also the resource memory://session/{id}/transcript)."""
+        sid = self.guard.session(session_id).id
+        return transcript_out(self.mem.transcript(sid, limit=limit, offset=offset))
 
     def sessions(self, include_archived: bool = False, user_id: str | None = None) -> SessionsOut:
         """The user's sessions (archived ones too if asked)."""

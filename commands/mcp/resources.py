@@ -16,7 +16,7 @@ from mcp.server.mcpserver import MCPServer
 
 from ..memory import MemoryLog
 from .errors import resource_error
-from .results import entry_out, show_out
+from .results import show_out, transcript_out
 from .scope import Guard, ServerScope
 
 __all__ = ["ENTRY_URI", "TRANSCRIPT_URI", "add_resources"]
@@ -37,13 +37,8 @@ def add_resources(server: MCPServer[Any], mem: MemoryLog, scope: ServerScope) ->
 
     async def transcript(id: str, limit: int = 50, offset: int = 0) -> str:
         """A session's messages in order, a page at a time, with the total."""
-        def page() -> dict[str, Any]:
-            sid = guard.session(id).id
-            found = mem.transcript(sid, limit=limit, offset=offset)
-            return {"session_id": found.session_id, "messages": [entry_out(m) for m in found.messages],
-                    "total": found.total, "offset": found.offset, "limit": found.limit,
-                    "next_offset": found.next_offset}
-        return _answer(page)
+        return _answer(lambda: transcript_out(mem.transcript(guard.session(id).id, limit=limit,
+                                                             offset=offset)))
 
     server.resource(ENTRY_URI, name="entry", mime_type="application/json")(entry)
     server.resource(TRANSCRIPT_URI, name="transcript", mime_type="application/json")(transcript)

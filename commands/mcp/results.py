@@ -8,9 +8,10 @@ reports carry ids, counts and the purge's outcome, never content.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import msgspec
+from typing_extensions import TypedDict  # pydantic (the SDK) reads nested ones below Python 3.12
 
 from ..app import (
     ContextBlock,
@@ -20,6 +21,7 @@ from ..app import (
     MemoryResult,
     SearchResult,
     SessionResult,
+    TranscriptPage,
 )
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "SessionOut",
     "SessionsOut",
     "ShowOut",
+    "TranscriptOut",
     "WrittenOut",
     "context_out",
     "deletion_out",
@@ -46,6 +49,7 @@ __all__ = [
     "memory_out",
     "session_out",
     "show_out",
+    "transcript_out",
 ]
 
 
@@ -103,12 +107,26 @@ class SessionOut(TypedDict):
     archived: bool
     started_at: str
     statistics: dict[str, Any]
+    closed: bool
+    closed_at: str | None
 
 
 class SessionsOut(TypedDict):
     """Sessions, newest last."""
 
     sessions: list[SessionOut]
+
+
+class TranscriptOut(TypedDict):
+    """A page of a session's messages in the order they occurred, with the
+    total and the next offset (None on the last page)."""
+
+    session_id: str
+    messages: list[EntryOut]
+    total: int
+    offset: int
+    limit: int | None
+    next_offset: int | None
 
 
 class HitOut(TypedDict):
@@ -239,10 +257,13 @@ def show_out(item: EntryResult | MemoryResult) -> ShowOut:
 
 
 def session_out(session: SessionResult) -> SessionOut:
-    """A session result as builtins (fields the lead adds later are kept out
-    of the schema until they are declared above)."""
-    data = _builtins(session)
-    return cast(SessionOut, {key: data[key] for key in SessionOut.__annotations__})
+    """A session result as builtins."""
+    return cast(SessionOut, _builtins(session))
+
+
+def transcript_out(page: TranscriptPage) -> TranscriptOut:
+    """A transcript page as builtins."""
+    return cast(TranscriptOut, _builtins(page))
 
 
 def hit_out(hit: SearchResult) -> HitOut:

@@ -107,6 +107,12 @@ class WriteTools:
                                      metadata=metadata, channel=channel)
         return session_out(self.mem.session(sid))
 
+    def close_session(self, session_id: str, reason: str | None = None) -> SessionOut:
+        """Close one of the user's sessions: it takes no new entries and stays readable."""
+        sid = self.guard.session(session_id).id
+        self.mem.close_session(sid, reason)
+        return session_out(self.mem.session(sid))
+
     def delete(self, ids: list[str], reason: str, confirm: bool = False) -> DeletionOut:
         """Delete the user's entries or memories by id, for good (tombstone,
         then every byte erased from every file). Needs a reason and
