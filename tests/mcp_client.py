@@ -70,7 +70,6 @@ async def serve(store: Path, *flags: str, errlog: Path) -> AsyncIterator[Conn]:
                                    args=["-m", "commands", "--dir", str(store), "mcp", *flags],
                                    env=SERVER_ENV, cwd=str(ROOT))
     with errlog.open("a") as err:
-        async with stdio_client(params, errlog=err) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield Conn(session)
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield Conn(session)

@@ -25,11 +25,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from commands import MemoryLog  # noqa: E402
-from commands.app.scan import scan_tree  # noqa: E402
-from commands.mcp import WRITE_TOOLS  # noqa: E402
-from eventstore import EventLog  # noqa: E402
-from tests.mcp_client import ROOT, Conn, serve  # noqa: E402
+from commands import MemoryLog
+from commands.app.scan import scan_tree
+from commands.mcp import WRITE_TOOLS
+from eventstore import EventLog
+from tests.mcp_client import ROOT, Conn, serve
 
 READ_TOOLS = {"recall", "context", "show", "sessions", "memories", "transcript", "history", "as_of"}
 
@@ -212,3 +212,143 @@ def test_server_logs_hold_no_content(alice: Alice) -> None:
     logged = alice.errlog.read_text()
     assert "mcp tool called" in logged  # the logs were on
     assert not [name for name, value in alice.m.items() if value in logged]
+
+
+def unknown(item_id: str) -> str:
+    """An id of the same shape that names nothing."""
+    prefix, _, rest = item_id.rpartition("-")
+    return f"{prefix}-{'f' * len(rest)}" if prefix else "f" * len(item_id)
+
+
+NOW = "2100-01-01T00:00:00Z"  # after everything: as of the log's head
+
+# Every tool argument and resource that names a session id, then an entry or memory id.
+SESSION_PROBES: list[tuple[str, Callable[[str], dict[str, Any]]]] = [
+    ("context", lambda x: {"session_id": x}),
+    ("transcript", lambda x: {"session_id": x}),
+    ("record", lambda x: {"session_id": x, "kind": "lesson", "content": "bob was here"}),
+    ("close_session", lambda x: {"session_id": x}),
+    ("recall", lambda x: {"session_id": x}),
+    ("as_of", lambda x: {"point": NOW, "session_id": x}),
+    ("as_of", lambda x: {"point": NOW, "session_id": x, "query": ""}),
+    ("history", lambda x: {"item_id": x}),
+]
+ITEM_PROBES: list[tuple[str, Callable[[str], dict[str, Any]]]] = [
+    ("show", lambda x: {"item_id": x}),
+    ("history", lambda x: {"item_id": x}),
+    ("as_of", lambda x: {"point": NOW, "item_id": x}),
+    ("complete_task", lambda x: {"task_id": x}),
+    ("delete", lambda x: {"ids": [x], "reason": "bob wants it gone", "confirm": True}),
+]
+USER_TOOLS = ["recall", "sessions", "memories", "as_of", "remember", "forget", "start_session"]
+
+
+async def _same_as_unknown(c: Conn, name: str, args: Callable[[str], dict[str, Any]], item_id: str) -> str:
+    """Call ``name`` naming ``item_id``, then an unknown id: the answers match."""
+    text = await c.fail(name, **args(item_id))
+    fake = unknown(item_id)
+    assert text.replace(item_id, fake) == await c.fail(name, **args(fake)), (name, item_id)
+    return text
+
+
+async def _bob_scenario(a: Alice, errlog: Path) -> list[str]:
+    texts = []
+    ids = a.ids
+    async with serve(a.store, "--user", "bob", errlog=errlog) as c:
+        for sid in (ids["session"], ids["open_session"]):
+            for name, args in SESSION_PROBES:
+                texts.append(await _same_as_unknown(c, name, args, sid))
+            texts.append(await c.read_error(f"memory://session/{sid}/transcript"))
+            assert texts[-1].replace(sid, unknown(sid)) == \
+                await c.read_error(f"memory://session/{unknown(sid)}/transcript")
+        for key in ("decision", "task", "open_msg", "memory", "deleted"):
+            for name, args in ITEM_PROBES:
+                texts.append(await _same_as_unknown(c, name, args, ids[key]))
+            texts.append(await c.read_error(f"memory://entry/{ids[key]}"))
+            assert texts[-1].replace(ids[key], unknown(ids[key])) == \
+                await c.read_error(f"memory://entry/{unknown(ids[key])}")
+        texts.append(await c.fail("forget", key="db"))
+        assert texts[-1].replace("key db", "key nokey") == await c.fail("forget", key="nokey")
+        for name in USER_TOOLS:  # no tool takes a user: the scope cannot be widened
+            texts.append(await c.fail(name, user_id="alice"))
+            assert texts[-1] == f"E_SCHEMA_INVALID: {name} takes no argument user_id"
+        for query in (a.m["decision"], a.m["kept"], ""):
+            assert (await c.call("recall", query=query, mode="text"))["results"] == []
+            assert (await c.call("as_of", point="@3", query=query))["results"] == []
+        assert (await c.call("memories"))["total"] == 0
+        assert (await c.call("as_of", point=NOW))["memories"] == []
+        assert (await c.call("sessions", include_archived=True))["sessions"] == []
+    return texts
+
+
+def test_another_user_cannot_see_or_touch_it(alice: Alice, tmp_path: Path) -> None:
+    """Bob's server names Alice's sessions, entries, memory, key and user
+    through every argument: each answer is the unknown id's, nothing is
+    written, and Alice's data is intact."""
+    before = head(alice.store)
+    texts = run(lambda: _bob_scenario(alice, tmp_path / "bob.stderr"))
+    assert all(t.startswith(("E_SESSION_NOT_FOUND: ", "E_ENTRY_NOT_FOUND: ", "E_MEMORY_NOT_FOUND: ",
+                             "E_SCHEMA_INVALID: ")) for t in texts), texts
+    assert head(alice.store) == before
+    with MemoryLog.open(alice.store, create=False) as mem:
+        assert mem.show(alice.ids["decision"]).state == "live"
+        task = mem.show(alice.ids["task"])
+        assert task.state == "live"
+        assert [m.key for m in mem.memories("alice")] == ["db"]
+        assert mem.session(alice.ids["open_session"]).closed is False
+    assert not [v for v in alice.m.values() if v in (tmp_path / "bob.stderr").read_text()]
+
+
+async def _read_only_scenario(a: Alice, errlog: Path) -> None:
+    async with serve(a.store, "--user", "alice", "--read-only", errlog=errlog) as c:
+        assert set(await c.tools()) == READ_TOOLS  # write tools are hidden
+        calls = {"remember": {"key": "k", "content": "x"}, "forget": {"key": "db"},
+                 "record": {"session_id": a.ids["open_session"], "kind": "lesson", "content": "x"},
+                 "complete_task": {"task_id": a.ids["task"], "done": False}, "start_session": {},
+                 "close_session": {"session_id": a.ids["open_session"]},
+                 "delete": {"ids": [a.ids["decision"]], "reason": "r", "confirm": True}}
+        assert set(calls) == WRITE_TOOLS
+        for name, args in calls.items():
+            assert (await c.fail(name, **args)).startswith("E_READ_ONLY: "), name
+        hits = await c.call("recall", query=a.m["decision"], mode="text")
+        assert [h["id"] for h in hits["results"]] == [a.ids["decision"]]
+        assert json.loads(await c.read(f"memory://entry/{a.ids['memory']}"))["memory"]["key"] == "db"
+
+
+def test_read_only_refuses_every_write(alice: Alice, tmp_path: Path) -> None:
+    """--read-only: every write tool is refused with E_READ_ONLY; reads (which
+    record no access) work; the log does not move."""
+    before = head(alice.store)
+    run(lambda: _read_only_scenario(alice, tmp_path / "ro.stderr"))
+    assert head(alice.store) == before
+
+
+async def _admin_scenario(store: Path, errlog: Path) -> None:
+    async with serve(store, errlog=errlog) as c:
+        tools = await c.tools()
+        assert "user_id" in tools["remember"].input_schema["properties"]
+        assert (await c.fail("remember", key="k", content="x")).startswith("E_SCHEMA_INVALID: user_id")
+        sid = (await c.call("start_session", user_id="carol"))["id"]
+        await c.call("record", session_id=sid, kind="lesson", content="carol learns", agent_id="a1")
+        await c.call("remember", user_id="carol", key="k", content="carol fact")
+        assert (await c.call("recall", query="carol", user_id="carol", mode="text"))["count"] == 2
+        assert (await c.call("recall", query="carol", user_id="dave", mode="text"))["count"] == 0
+        history = await c.call("history", item_id=sid)
+        assert history["events"][0]["actor"] == "mcp"
+
+
+def test_unscoped_admin_mode(tmp_path: Path) -> None:
+    """Without --user the server serves every user: tools take user_id, and
+    the ones that act for a user need it."""
+    run(lambda: _admin_scenario(tmp_path / "store", tmp_path / "admin.stderr"))
+
+
+def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> None:
+    """The core install has no MCP SDK: memlog mcp names the extra (E_USAGE, exit 2)."""
+    code = ("import sys; sys.modules['mcp'] = None; from commands.cli import main; "
+            f"sys.argv = ['memlog', '--dir', {str(tmp_path)!r}, 'mcp']; main()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'memlog[mcp]'" in done.stderr and "[E_USAGE]" in done.stderr
+    assert done.stdout == ""
