@@ -313,6 +313,10 @@ async def _read_only_scenario(a: Alice, errlog: Path) -> None:
         hits = await c.call("recall", query=a.m["decision"], mode="text")
         assert [h["id"] for h in hits["results"]] == [a.ids["decision"]]
         assert json.loads(await c.read(f"memory://entry/{a.ids['memory']}"))["memory"]["key"] == "db"
+        assert a.m["msg"] in (await c.call("context", session_id=a.ids["session"], query="ledger"))["text"]
+        assert (await c.call("transcript", session_id=a.ids["open_session"]))["total"] == 1
+        assert (await c.call("history", item_id=a.ids["task"]))["events"]
+        assert (await c.call("as_of", point=NOW, item_id=a.ids["decision"]))["entry"]["state"] == "live"
 
 
 def test_read_only_refuses_every_write(alice: Alice, tmp_path: Path) -> None:
@@ -352,3 +356,34 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "pip install 'memlog[mcp]'" in done.stderr and "[E_USAGE]" in done.stderr
     assert done.stdout == ""
+
+
+def test_an_unexpected_failure_is_e_internal_without_its_message(tmp_path: Path) -> None:
+    """A bug in a tool answers E_INTERNAL with the exception's type alone, in-process."""
+    from mcp import Client
+
+    from commands.mcp import ServerScope, build_server
+
+    secret = marker()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"leaked {secret}")
+
+    async def scenario(mem: MemoryLog) -> list[str]:
+        async with Client(build_server(mem, ServerScope("alice"))) as client:
+            texts = []
+            for name, args in (("recall", {"query": "x"}), ("recall", {"limit": "many"}),
+                               ("record", {"session_id": "s"}), ("no_such_tool", {})):
+                result = await client.call_tool(name, args)
+                assert result.is_error and result.structured_content is None
+                texts.append("".join(getattr(b, "text", "") for b in result.content))
+            return texts
+
+    with MemoryLog.open(tmp_path / "store") as mem:
+        mem.search = broken  # type: ignore[method-assign]
+        texts = asyncio.run(scenario(mem))
+    assert texts[0] == "E_INTERNAL: internal error (RuntimeError)"
+    assert texts[1].startswith("E_SCHEMA_INVALID: invalid arguments: limit: ") and "many" not in texts[1]
+    assert texts[2].startswith("E_SCHEMA_INVALID: invalid arguments: kind: Field required")
+    assert texts[3] == "E_USAGE: unknown tool 'no_such_tool'"
+    assert not [t for t in texts if secret in t or "Traceback" in t]
