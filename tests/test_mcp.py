@@ -133,6 +133,8 @@ def test_tools_and_resources_are_listed(alice: Alice) -> None:
     assert set(tools) == READ_TOOLS | WRITE_TOOLS
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
+        assert tool.annotations.read_only_hint is (tool.name in READ_TOOLS), tool.name
+        assert tool.annotations.destructive_hint is (tool.name in {"forget", "delete"}), tool.name
         assert "user_id" not in tool.input_schema["properties"], tool.name  # a scoped server
         assert "agent_id" not in tool.input_schema["properties"], tool.name  # --agent given
     assert set(tools["record"].input_schema["properties"]["kind"]["enum"]) == {

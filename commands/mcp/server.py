@@ -14,13 +14,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 
 from eventstore import InvalidInputError, ReadOnlyError
 
+from ..app import log as _log
 from ..memory import MemoryLog
 from .errors import error_result, tool_failure
 from .reads import ReadTools
@@ -30,7 +30,8 @@ from .writes import WRITE_TOOLS, WriteTools
 
 __all__ = ["MemlogServer", "build_server", "serve"]
 
-_log = structlog.get_logger("memlog.mcp")
+# The tools that erase content for good (the clients' destructive hint).
+DESTRUCTIVE = frozenset({"forget", "delete"})
 
 INSTRUCTIONS = (
     "memlog: an event-sourced memory. remember/forget keep facts by key; record writes messages, "
@@ -51,8 +52,11 @@ class MemlogServer(MCPServer[Any]):
         """Register ``method`` as a tool, without the parameters in ``hidden``
         (the user and agent of a scoped server are not arguments)."""
         tool = _as_tool(method, hidden)
-        self.arguments[tool.__name__] = frozenset(inspect.signature(tool).parameters)
-        self.add_tool(tool, name=tool.__name__)
+        name = tool.__name__
+        self.arguments[name] = frozenset(inspect.signature(tool).parameters)
+        hints = ToolAnnotations(read_only_hint=name not in WRITE_TOOLS, destructive_hint=name in DESTRUCTIVE,
+                                open_world_hint=False)
+        self.add_tool(tool, name=name, annotations=hints)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
