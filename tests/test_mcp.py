@@ -100,6 +100,8 @@ async def _alice_scenario(a: Alice) -> None:
         seen["entry_resource"] = json.loads(await c.read(f"memory://entry/{a.ids['decision']}"))
         seen["transcript"] = json.loads(await c.read(f"memory://session/{sid}/transcript"))
         seen["transcript_page"] = await c.call("transcript", session_id=sid, limit=1, offset=1)
+        seen["transcript_query"] = json.loads(await c.read(f"memory://session/{sid}/transcript?limit=1"))
+        seen["transcript_bad"] = await c.read_error(f"memory://session/{sid}/transcript?limit=abc")
         seen["history"] = await c.call("history", item_id=a.ids["decision"])
         seen["as_of_before"] = await c.call("as_of", point="@1", item_id=a.ids["decision"])
         seen["forget"] = await c.call("forget", key="secret")
@@ -177,6 +179,9 @@ def test_transcript_history_and_as_of(alice: Alice) -> None:
     assert transcript["messages"][1]["details"]["tool_call_id"] == "call-7"
     page = alice.seen["transcript_page"]
     assert [m["id"] for m in page["messages"]] == [alice.ids["tool"]] and page["total"] == 2
+    query = alice.seen["transcript_query"]
+    assert [m["id"] for m in query["messages"]] == [alice.ids["msg"]] and query["next_offset"] == 1
+    assert alice.seen["transcript_bad"] == "E_SCHEMA_INVALID: limit must be a whole number (got 'abc')"
     events = alice.seen["history"]["events"]
     assert events[0]["type"] == "entry.recorded" and events[0]["actor"] == "mcp:alice@coder"
     before = alice.seen["as_of_before"]
@@ -213,6 +218,7 @@ def test_server_logs_hold_no_content(alice: Alice) -> None:
     """The server's stderr (debug logs, JSON) names ids, never content."""
     logged = alice.errlog.read_text()
     assert "mcp tool called" in logged  # the logs were on
+    assert "Traceback" not in logged
     assert not [name for name, value in alice.m.items() if value in logged]
 
 

@@ -65,6 +65,8 @@ class ReadTools:
         """A context block for one of the user's sessions, within a token budget
         (default from the store's settings), to paste into a prompt."""
         self.guard.session(session_id)
+        if budget is not None and not 50 <= budget <= 1_000_000:
+            raise InvalidInputError(f"budget must be from 50 to 1000000 tokens (got {budget})")
         return context_out(self.mem.context(session_id, query=query, budget_tokens=budget))
 
     def show(self, item_id: str) -> ShowOut:

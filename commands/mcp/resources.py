@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 from mcp.server.mcpserver import MCPServer
 
+from eventstore import InvalidInputError
+
 from ..memory import MemoryLog
 from .errors import resource_error
 from .results import show_out, transcript_out
@@ -35,13 +37,21 @@ def add_resources(server: MCPServer[Any], mem: MemoryLog, scope: ServerScope) ->
         """An entry or a memory by id, as the show tool gives it."""
         return _answer(lambda: show_out(guard.item(id)))
 
-    async def transcript(id: str, limit: int = 50, offset: int = 0) -> str:
+    async def transcript(id: str, limit: str = "50", offset: str = "0") -> str:
         """A session's messages in order, a page at a time, with the total."""
-        return _answer(lambda: transcript_out(mem.transcript(guard.session(id).id, limit=limit,
-                                                             offset=offset)))
+        return _answer(lambda: transcript_out(mem.transcript(
+            guard.session(id).id, limit=_number(limit, "limit"), offset=_number(offset, "offset"))))
 
     server.resource(ENTRY_URI, name="entry", mime_type="application/json")(entry)
     server.resource(TRANSCRIPT_URI, name="transcript", mime_type="application/json")(transcript)
+
+
+def _number(text: str, name: str) -> int:
+    """A query variable as an integer (the URI's text; checked here, not by
+    the SDK, so a bad one is a coded error rather than a crash)."""
+    if not text.isdigit() or len(text) > 9:
+        raise InvalidInputError(f"{name} must be a whole number (got {text[:20]!r})")
+    return int(text)
 
 
 def _answer(read: Callable[[], object]) -> str:
