@@ -192,7 +192,7 @@ def test_errors_carry_codes(alice: Alice) -> None:
     """Refusals are tool errors with a stable code and no traceback."""
     assert alice.seen["no_confirm"].startswith("E_ABORTED: ")
     assert alice.seen["head_before_delete"] == "live"  # the refused delete wrote nothing
-    assert alice.seen["bad_kind_field"] == "E_SCHEMA_INVALID: severity do(es) not apply to a lesson"
+    assert alice.seen["bad_kind_field"] == "E_SCHEMA_INVALID: a lesson takes no severity"
     assert alice.seen["closed"]["closed"] is True
     assert alice.seen["write_closed"].startswith("E_SESSION_CLOSED: ")
     for text in (alice.seen["no_confirm"], alice.seen["write_closed"]):

@@ -69,10 +69,14 @@ class WriteTools:
         alternatives, impact, approved_by), a finding (content is the description;
         severity, category, evidence, recommendation, status), a lesson, a task
         or a handoff. Fields of another kind are refused."""
-        given = {k: v for k, v in locals().items() if v is not None and k in _DETAIL_NAMES}
+        fields = {"role": role, "topic": topic, "tool_call_id": tool_call_id, "rationale": rationale,
+                  "alternatives": alternatives, "impact": impact, "approved_by": approved_by,
+                  "severity": severity, "category": category, "evidence": evidence,
+                  "recommendation": recommendation, "status": status}
+        given = {k: v for k, v in fields.items() if v is not None}
         wrong = sorted(set(given) - KIND_FIELDS[kind])
         if wrong:
-            raise InvalidInputError(f"{', '.join(wrong)} do(es) not apply to a {kind}")
+            raise InvalidInputError(f"a {kind} takes no {', '.join(wrong)}")
         sid = self.guard.session(session_id).id
         common: dict[str, Any] = {"tags": tags or (), "occurred_at": occurred_at}
         agent = self.scope.agent or agent_id
@@ -122,6 +126,3 @@ class WriteTools:
         for item_id in ids:
             self.guard.item(item_id, write=True)
         return deletion_out(self.mem.delete(ids=ids, reason=reason, requested_by=self.scope.actor))
-
-
-_DETAIL_NAMES = frozenset().union(*KIND_FIELDS.values())
