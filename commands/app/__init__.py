@@ -34,6 +34,7 @@ from .results import (
 )
 from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
 from .store import Store, holds_store, require_store
+from .summarise import ExtractiveSummariser, Summariser
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -43,6 +44,7 @@ __all__ = [
     "ContextSection",
     "DeletionReport",
     "EntryResult",
+    "ExtractiveSummariser",
     "HistoryItem",
     "MemoryPage",
     "MemoryResult",
@@ -52,6 +54,7 @@ __all__ = [
     "SessionResult",
     "Settings",
     "Store",
+    "Summariser",
     "TranscriptPage",
     "audit",
     "build_context",
