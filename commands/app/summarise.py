@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from eventstore import InvalidInputError
-from projections.search.terms import STOP_WORDS, stem_all, words
+from projections import content_terms
 
 __all__ = ["DEFAULT_SUMMARY_CHARS", "ExtractiveSummariser", "Summariser", "check_summary"]
 
@@ -91,10 +91,9 @@ def _sentences(texts: Sequence[str]) -> list[tuple[int, int, str, frozenset[str]
     out = []
     for t, text in enumerate(texts):
         for s, sentence in enumerate(p.strip() for p in _SENTENCE_END.split(text) if p.strip()):
-            found = words(sentence)
-            if len(found) < _MIN_WORDS:
+            if len(sentence.split()) < _MIN_WORDS:
                 continue
-            terms = frozenset(stem_all([w for w in found if w not in STOP_WORDS]))
+            terms = frozenset(content_terms(sentence))
             if terms:
                 out.append((t, s, sentence, terms, s == 0))
     return out
@@ -104,7 +103,7 @@ def _doc_weights(texts: Sequence[str]) -> Counter[str]:
     """In how many texts each content term appears."""
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(set(stem_all([w for w in words(text) if w not in STOP_WORDS])))
+        counts.update(set(content_terms(text)))
     return counts
 
 
