@@ -35,6 +35,7 @@ from .app import (
     audit,
     build_context,
     forgetting,
+    health,
     load_settings,
     maintenance,
     purging,
@@ -53,16 +54,21 @@ class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
-                 embedder: Embedder | Literal["default"] | None = "default") -> None:
+                 embedder: Embedder | Literal["default"] | None = "default", read_only: bool = False) -> None:
         """``embedder``: the model of semantic search (bring your own: see
         :class:`projections.embed.Embedder`); ``"default"`` is the shipped one
-        when numpy is installed; None (or ``semantic=False``): text search only."""
+        when numpy is installed; None (or ``semantic=False``): text search only.
+        ``read_only``: the store must exist; every write raises
+        :class:`~eventstore.ReadOnlyError` (``E_READ_ONLY``) and writes nothing,
+        and reads record no accesses."""
         check_settings(settings)
-        check_data_dir(data_dir, write=create)
-        self.store = Store(data_dir, settings, create=create, embedder=embedder)
+        check_data_dir(data_dir, write=create and not read_only)
+        self.store = Store(data_dir, settings, create=create, embedder=embedder, read_only=read_only)
         try:
-            # Before any other work: finish every purge a crash interrupted.
-            self.recovered: list[DeletionReport] = purging.finish_interrupted(self.store)
+            # Before any other work: finish every purge a crash interrupted (a
+            # read-only store leaves that to the next writer).
+            self.recovered: list[DeletionReport] = (
+                [] if read_only else purging.finish_interrupted(self.store))
         except BaseException:
             self.store.close()
             raise
@@ -70,11 +76,18 @@ class MemoryLog:
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
              create: bool = True, embedder: Embedder | Literal["default"] | None = "default",
-             **overrides: Any) -> Self:
+             read_only: bool = False, **overrides: Any) -> Self:
         """Open the store in directory ``path``, creating it unless ``create=False``
-        (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`)."""
+        (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`);
+        ``read_only=True`` refuses every write with :class:`~eventstore.ReadOnlyError`."""
         data_dir = Path(path)
-        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create, embedder=embedder)
+        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create,
+                   embedder=embedder, read_only=read_only)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store refuses writes."""
+        return self.store.read_only
 
     def __enter__(self) -> Self:
         return self
@@ -364,6 +377,15 @@ class MemoryLog:
         """Event count, head seq, counts by kind, sizes on disk, checkpoints, and
         the purges that wait (deferred) or run in another process."""
         return {**maintenance.stats(self.store), "purges": self.pending_purges()}
+
+    def health(self, tail: int = health.TAIL) -> dict[str, Any]:
+        """The store's health report: head, tail verify, lag, sizes, the last
+        purge, compaction and flush, pending work (never content)."""
+        return health.health(self.store, tail)
+
+    def metrics(self) -> str:
+        """Prometheus text: the store's counts, sizes and lag, this process's latencies."""
+        return health.metrics_text(self.store)
 
     def pending_purges(self) -> dict[str, int]:
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""

@@ -19,6 +19,7 @@ from commands import (
     ContextSection,
     DeletionReport,
     EntryResult,
+    ExtractiveSummariser,
     HistoryItem,
     MemoryLog,
     MemoryPage,
@@ -27,6 +28,7 @@ from commands import (
     SearchResult,
     SessionResult,
     Settings,
+    Summariser,
     TranscriptPage,
     load_settings,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "ContextSection",
     "DeletionReport",
     "EntryResult",
+    "ExtractiveSummariser",
     "HistoryItem",
     "MemoryLog",
     "MemoryPage",
@@ -47,6 +50,7 @@ __all__ = [
     "SessionResult",
     "TranscriptPage",
     "Settings",
+    "Summariser",
     "load_settings",
     *_eventstore_all,
 ]

@@ -64,11 +64,12 @@ def _text(result: Any) -> str:
 
 
 @asynccontextmanager
-async def serve(store: Path, *flags: str, errlog: Path) -> AsyncIterator[Conn]:
-    """Start ``memlog --dir STORE mcp FLAGS`` and yield a connected client."""
+async def serve(store: Path, *flags: str, errlog: Path, env: dict[str, str] | None = None
+                ) -> AsyncIterator[Conn]:
+    """Start ``memlog --dir STORE mcp FLAGS`` (with ``env`` added) and yield a connected client."""
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "commands", "--dir", str(store), "mcp", *flags],
-                                   env=SERVER_ENV, cwd=str(ROOT))
+                                   env={**SERVER_ENV, **(env or {})}, cwd=str(ROOT))
     with errlog.open("a") as err:
         async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
             await session.initialize()

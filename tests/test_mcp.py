@@ -307,8 +307,9 @@ def test_another_user_cannot_see_or_touch_it(alice: Alice, tmp_path: Path) -> No
     assert not [v for v in alice.m.values() if v in (tmp_path / "bob.stderr").read_text()]
 
 
-async def _read_only_scenario(a: Alice, errlog: Path) -> None:
-    async with serve(a.store, "--user", "alice", "--read-only", errlog=errlog) as c:
+async def _read_only_scenario(a: Alice, errlog: Path, how: str) -> None:
+    flags, env = (["--read-only"], {}) if how == "flag" else ([], {"MEMLOG_READ_ONLY": "1"})
+    async with serve(a.store, "--user", "alice", *flags, errlog=errlog, env=env) as c:
         assert set(await c.tools()) == READ_TOOLS  # write tools are hidden
         calls = {"remember": {"key": "k", "content": "x"}, "forget": {"key": "db"},
                  "record": {"session_id": a.ids["open_session"], "kind": "lesson", "content": "x"},
@@ -327,11 +328,13 @@ async def _read_only_scenario(a: Alice, errlog: Path) -> None:
         assert (await c.call("as_of", point=NOW, item_id=a.ids["decision"]))["entry"]["state"] == "live"
 
 
-def test_read_only_refuses_every_write(alice: Alice, tmp_path: Path) -> None:
-    """--read-only: every write tool is refused with E_READ_ONLY; reads (which
-    record no access) work; the log does not move."""
+@pytest.mark.parametrize("how", ["flag", "global"])
+def test_read_only_refuses_every_write(alice: Alice, tmp_path: Path, how: str) -> None:
+    """mcp --read-only (or memlog --read-only, here as MEMLOG_READ_ONLY): every
+    write tool is refused with E_READ_ONLY; reads (which record no access)
+    work; the log does not move."""
     before = head(alice.store)
-    run(lambda: _read_only_scenario(alice, tmp_path / "ro.stderr"))
+    run(lambda: _read_only_scenario(alice, tmp_path / "ro.stderr", how))
     assert head(alice.store) == before
 
 
