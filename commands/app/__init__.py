@@ -17,7 +17,7 @@ Each use case is a function that takes the store first:
 Nothing here imports the facade or the CLI.
 """
 
-from . import audit, forgetting, maintenance, purging, records, scope, search, sessions
+from . import audit, forgetting, health, maintenance, purging, records, scope, search, sessions
 from .audit import HistoryItem, PointInTime
 from .context import DROP_ORDER, build_context, chars_over_four
 from .records import MemoryPage
@@ -30,9 +30,11 @@ from .results import (
     MemoryResult,
     SearchResult,
     SessionResult,
+    TranscriptPage,
 )
 from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
 from .store import Store, holds_store, require_store
+from .summarise import ExtractiveSummariser, Summariser
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -42,6 +44,7 @@ __all__ = [
     "ContextSection",
     "DeletionReport",
     "EntryResult",
+    "ExtractiveSummariser",
     "HistoryItem",
     "MemoryPage",
     "MemoryResult",
@@ -51,10 +54,13 @@ __all__ = [
     "SessionResult",
     "Settings",
     "Store",
+    "Summariser",
+    "TranscriptPage",
     "audit",
     "build_context",
     "chars_over_four",
     "forgetting",
+    "health",
     "holds_store",
     "load_settings",
     "maintenance",

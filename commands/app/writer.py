@@ -14,11 +14,13 @@ from eventstore import (
     EventLog,
     InvalidInputError,
     SessionArchivedError,
+    SessionClosedError,
     SessionNotFoundError,
 )
 from projections import Projections
 
 from . import log as _log
+from .metrics import METRICS
 from .validate import check_id
 
 __all__ = ["Writer"]
@@ -42,6 +44,7 @@ class Writer:
         # a deletion, from any process) changes a version and forces a views check.
         self._live_at: dict[str, tuple[int, int]] = {}
         self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
+        self._batch_closed: set[str] = set()  # sessions closed in the current batch
 
     def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
                 keeps_live: bool = False) -> int:
@@ -73,7 +76,9 @@ class Writer:
             version = self.log.stream_version(stream)
             events = decide()
             try:
-                result = self.log.append(stream, events, actor=who, expected_version=version)
+                with METRICS.timed("append"):
+                    result = self.log.append(stream, events, actor=who, expected_version=version)
+                METRICS.add("appends")
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:
                     raise
@@ -96,23 +101,28 @@ class Writer:
         if self._batch is not None:
             raise InvalidInputError("batches do not nest")
         self._batch, self._batch_versions, self._pending_sessions = [], {}, set()
-        self._batch_live = {}
+        self._batch_live, self._batch_closed = {}, set()
         try:
             yield
             if self._batch:
-                results = self.log.append_many(self._batch)
+                with METRICS.timed("append"):
+                    results = self.log.append_many(self._batch)
+                METRICS.add("appends")
                 self.last_seq = results[-1].last_seq
                 for stream, before in self._batch_live.items():
                     if before >= 0:
                         self._still_live(stream, before, self._batch_versions[stream])
         finally:
             self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
-            self._batch_live = {}
+            self._batch_live, self._batch_closed = {}, set()
 
-    def live_session(self, session_id: object) -> str:
-        """The id of a session that exists and is not archived, checked against
-        the views (cached until its stream or the system stream moves)."""
+    def live_session(self, session_id: object, closed_ok: bool = False) -> str:
+        """The id of a session that exists, is not archived and (unless
+        ``closed_ok``) not closed, checked against the views (cached until its
+        stream or the system stream moves)."""
         sid = check_id(session_id, "session id")
+        if sid in self._batch_closed and not closed_ok:
+            raise SessionClosedError(f"session {sid} is closed; start a new session")
         if sid in self._pending_sessions:
             return sid  # started in this batch, or already checked in it
         stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
@@ -124,6 +134,10 @@ class Writer:
                 raise SessionNotFoundError(f"session {sid} not found")
             if view.archived:
                 raise SessionArchivedError(f"session {sid} is archived; restore it first")
+            if view.closed_at is not None:
+                if closed_ok:
+                    return sid  # not cached: the cache vouches for open sessions only
+                raise SessionClosedError(f"session {sid} is closed; start a new session")
             self._live_at[sid] = stamp
         if self._batch is not None:
             self._pending_sessions.add(sid)
@@ -133,6 +147,13 @@ class Writer:
         """A session started in the current batch (live for its later writes)."""
         if self._batch is not None:
             self._pending_sessions.add(session_id)
+
+    def end_pending_session(self, session_id: str) -> None:
+        """A session closed in the current batch: its later writes are checked again."""
+        self._pending_sessions.discard(session_id)
+        self._live_at.pop(session_id, None)
+        if self._batch is not None:
+            self._batch_closed.add(session_id)
 
     def is_pending_session(self, session_id: str) -> bool:
         """Whether the current batch started (or already checked) this session."""

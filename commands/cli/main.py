@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, privacy, read, sessions
+from . import admin, audit, entries, health, integrate, privacy, read, sessions
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -24,18 +24,21 @@ __all__ = ["cli", "main"]
               default=Path(".memlog"), show_default=True, help="Data directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
+@click.option("--read-only", is_flag=True, envvar="MEMLOG_READ_ONLY",
+              help="Open the store read-only: every write fails with E_READ_ONLY and writes nothing.")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool) -> None:
+def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool, read_only: bool) -> None:
     """memlog: an event-sourced memory for AI agents that can audit and forget."""
     configure_logging(verbose)
-    ctx.obj = Context(data_dir, as_json)
+    ctx.obj = Context(data_dir, as_json, read_only)
 
 
 for _command in (
     admin.init, sessions.session, entries.add, entries.task, entries.remember, entries.forget,
     read.show, read.memories, read.search, read.context, read.stats,
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
-    admin.replay, admin.decay, audit.audit, demo,
+    admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
+    integrate.mcp,
 ):
     cli.add_command(_command)
 

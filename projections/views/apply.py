@@ -31,6 +31,7 @@ from eventstore import (
     PurgeCompleted,
     RecordedEvent,
     SessionArchived,
+    SessionClosed,
     SessionCompacted,
     SessionRestored,
     SessionStarted,
@@ -85,6 +86,7 @@ class ViewWriter:
         self.session_stats: dict[str, SessionStats] = {}
         self.recompute: set[str] = set()
         self.counters: dict[str, int] = {}
+        self.last_seen: dict[str, int] = {}  # event type -> the last seq of that type
 
     # -- plumbing -----------------------------------------------------------
 
@@ -125,6 +127,8 @@ class ViewWriter:
             else:  # no entries is the same as never having had any, as in a replay
                 self.txn.delete(sid.encode(), db=self.dbs[b"session_stats"])
         db = self.dbs[b"stats"]
+        for kind, seq in self.last_seen.items():
+            self.txn.put(f"last:{kind}".encode(), u64(seq), db=db)
         for name, delta in self.counters.items():
             raw = self.txn.get(name.encode(), db=db)
             total = (0 if raw is None else unpack_u64(raw)) + delta
@@ -137,6 +141,7 @@ class ViewWriter:
         """Record an event the reducers could not apply (it still counts as an event)."""
         self.count("events")
         self.count(f"type:{rec.type}")
+        self.last_seen[rec.type] = rec.seq
         self.put(b"skipped", u64(rec.seq), skip)
 
     # -- dispatch -----------------------------------------------------------
@@ -145,6 +150,7 @@ class ViewWriter:
         """Apply one record (erased payloads only count)."""
         self.count("events")
         self.count(f"type:{rec.type}")
+        self.last_seen[rec.type] = rec.seq
         event = rec.event
         match event:
             case EntryRecorded():
@@ -163,6 +169,8 @@ class ViewWriter:
                 self._session_update(event.session_id,
                                      lambda s: r.session_with_archive(s, rec, archived))
                 self._mark_archived(event.session_id, archived)
+            case SessionClosed():
+                self._session_update(event.session_id, lambda s: r.session_closed(s, rec))
             case MemorySaved():
                 self._memory_saved(rec, event)
             case MemoryForgotten():
