@@ -353,6 +353,19 @@ def test_as_of_and_history(tmp_path: Path) -> None:
         assert '"first"' in (saves[0].content or "") and '"second"' in (saves[1].content or "")
 
 
+def test_a_read_only_store_reads_and_refuses_writes(tmp_path: Path) -> None:
+    """MemlogStore(path, read_only=True): reads work; put, delete and forget raise E_READ_ONLY."""
+    with MemlogStore(tmp_path / "store", embedder=None) as store:
+        store.put(("a",), "k", {"text": "hello"})
+    with MemlogStore(tmp_path / "store", embedder=None, read_only=True) as store:
+        assert store.search(("a",), query="hello")[0].score is not None
+        for write in (lambda: store.put(("a",), "k2", {"x": 1}), lambda: store.delete(("a",), "k"),
+                      lambda: store.forget(("a",), "k")):
+            with pytest.raises(ReadOnlyError):
+                write()
+        assert store.get(("a",), "k") is not None and store.get(("a",), "k2") is None
+
+
 # -- a graph -----------------------------------------------------------------------
 
 
