@@ -182,8 +182,12 @@ def test_differential_against_in_memory_store(shared: MemlogStore, steps: list[t
     """The same operations on InMemoryStore and MemlogStore give the same answers."""
     store, oracle = shared.for_user(f"example_{next(_users)}"), _oracle()
     for step in steps:
-        ops = [_to_op(s) for s in step[1]] if step[0] == "batch" else [_to_op(step)]
-        got, want = store.batch(ops), oracle.batch(ops)
+        if step[0] == "batch":  # a batch of several ops goes through abatch on both sides
+            ops = [_to_op(s) for s in step[1]]
+            got, want = asyncio.run(store.abatch(ops)), asyncio.run(oracle.abatch(ops))
+        else:
+            ops = [_to_op(step)]
+            got, want = store.batch(ops), oracle.batch(ops)
         _prune(oracle)
         for op, g, w in zip(ops, got, want, strict=True):
             _check(op, g, w)
@@ -344,6 +348,9 @@ def test_as_of_and_history(tmp_path: Path) -> None:
         old = then.get(("h",), "k")
         assert old is not None and old.value == {"v": "first"}
         assert [i.key for i in then.search(("h",))] == ["k"] and then.list_namespaces() == [("h",)]
+        ranked = then.search(("h",), query="first")
+        assert [(i.key, i.score is not None) for i in ranked] == [("k", True)]
+        assert [i.key for i in store.search(("h",), query="first") if i.score is not None] == []
         now = store.as_of(f"@{store.mem.last_seq}").get(("h",), "k")
         assert now is not None and now.value == {"v": "second"}
         with pytest.raises(ReadOnlyError):
