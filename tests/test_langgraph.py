@@ -45,6 +45,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
+from commands.langgraph.documents import item_key
 from eventstore import MemoryNotFoundError, ReadOnlyError
 from memlog import MemoryLog
 from memlog.langgraph import MemlogStore
@@ -312,6 +313,22 @@ def test_a_delete_is_erased_from_the_data_dir(tmp_path: Path) -> None:
         assert store.list_namespaces() == [("other",)]
     assert scan_dir(path, [value_marker.encode(), label_marker.encode()]) == {}
     assert scan_dir(path, [kept.encode()])
+
+
+def test_a_delete_also_erases_what_a_forget_by_hand_left(tmp_path: Path) -> None:
+    """Forgetting an item's document memory by hand leaves its search text; the
+    store's delete of that item erases it."""
+    marker = f"otter{secrets.token_hex(5)}"
+    path = tmp_path / "store"
+    with MemlogStore(path, embedder=None) as store:
+        store.put(("n",), "k", {"text": marker})
+        store.mem.forget(store.user_id, item_key(("n",), "k"))
+        assert store.get(("n",), "k") is None
+        assert scan_dir(path, [marker.encode()])            # the search text is still there
+        store.delete(("n",), "k")
+        report = store.erasure_report()
+        assert report is not None and report.verified
+    assert scan_dir(path, [marker.encode()]) == {}
 
 
 def test_two_users_on_one_directory_do_not_see_each_other(tmp_path: Path) -> None:

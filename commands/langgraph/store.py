@@ -162,6 +162,9 @@ class MemlogStore(_Reader, BaseStore):
         self._lock = _lock_of(self.mem)
         self._reports: list[DeletionReport] = []
 
+    def __repr__(self) -> str:
+        return f"MemlogStore({str(self.mem.data_dir)!r}, user_id={self.user_id!r})"
+
     def for_user(self, user_id: str) -> MemlogStore:
         """A store on the same open memlog for another user (closing it leaves the memlog open)."""
         return MemlogStore(self.mem, user_id=user_id, search_mode=self.search_mode,
@@ -232,17 +235,19 @@ class MemlogStore(_Reader, BaseStore):
                 self._append(search_key(op.namespace, op.key), text, {})
 
     def _delete(self, gone: list[tuple[Namespace, str]]) -> DeletionReport | None:
-        """Delete the items, their search texts and the anchors of the namespaces
-        left empty, in one deletion request (one purge)."""
+        """Delete the items, their search texts (also one whose document was
+        forgotten by hand) and the anchors of the namespaces left empty, in one
+        deletion request (one purge); None when there is nothing to delete."""
         with self.mem.store.read() as views:
             snap = load(views, self.user_id, None)
-        found = [pair for pair in dict.fromkeys(gone) if pair in snap.items]
-        if not found:
-            return None
+        pairs = list(dict.fromkeys(gone))
+        found = [pair for pair in pairs if pair in snap.items]
         left = Counter(ns for ns, _ in snap.items) - Counter(ns for ns, _ in found)
         ids = [snap.items[pair].memory_id for pair in found]
-        ids += [snap.searches[key] for key in (search_key(*pair) for pair in found) if key in snap.searches]
+        ids += [snap.searches[key] for key in (search_key(*pair) for pair in pairs) if key in snap.searches]
         ids += [snap.anchors[ns][1] for ns in {ns for ns, _ in found} if not left[ns] and ns in snap.anchors]
+        if not ids:
+            return None
         return self.mem.delete(ids=ids, reason=DELETE_REASON, requested_by=self.user_id)
 
     # -- extras -------------------------------------------------------------
