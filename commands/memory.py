@@ -31,6 +31,7 @@ from .app import (
     SessionResult,
     Settings,
     Store,
+    TranscriptPage,
     audit,
     build_context,
     forgetting,
@@ -52,16 +53,21 @@ class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
-                 embedder: Embedder | Literal["default"] | None = "default") -> None:
+                 embedder: Embedder | Literal["default"] | None = "default", read_only: bool = False) -> None:
         """``embedder``: the model of semantic search (bring your own: see
         :class:`projections.embed.Embedder`); ``"default"`` is the shipped one
-        when numpy is installed; None (or ``semantic=False``): text search only."""
+        when numpy is installed; None (or ``semantic=False``): text search only.
+        ``read_only``: the store must exist; every write raises
+        :class:`~eventstore.ReadOnlyError` (``E_READ_ONLY``) and writes nothing,
+        and reads record no accesses."""
         check_settings(settings)
-        check_data_dir(data_dir, write=create)
-        self.store = Store(data_dir, settings, create=create, embedder=embedder)
+        check_data_dir(data_dir, write=create and not read_only)
+        self.store = Store(data_dir, settings, create=create, embedder=embedder, read_only=read_only)
         try:
-            # Before any other work: finish every purge a crash interrupted.
-            self.recovered: list[DeletionReport] = purging.finish_interrupted(self.store)
+            # Before any other work: finish every purge a crash interrupted (a
+            # read-only store leaves that to the next writer).
+            self.recovered: list[DeletionReport] = (
+                [] if read_only else purging.finish_interrupted(self.store))
         except BaseException:
             self.store.close()
             raise
@@ -69,11 +75,18 @@ class MemoryLog:
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
              create: bool = True, embedder: Embedder | Literal["default"] | None = "default",
-             **overrides: Any) -> Self:
+             read_only: bool = False, **overrides: Any) -> Self:
         """Open the store in directory ``path``, creating it unless ``create=False``
-        (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`)."""
+        (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`);
+        ``read_only=True`` refuses every write with :class:`~eventstore.ReadOnlyError`."""
         data_dir = Path(path)
-        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create, embedder=embedder)
+        return cls(data_dir, settings or load_settings(data_dir, overrides), create=create,
+                   embedder=embedder, read_only=read_only)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store refuses writes."""
+        return self.store.read_only
 
     def __enter__(self) -> Self:
         return self
@@ -141,15 +154,32 @@ class MemoryLog:
         """Restore an archived session."""
         sessions.restore_session(self.store, session_id)
 
+    def close_session(self, session_id: str, reason: str | None = None) -> None:
+        """Close a session: it takes no new entries and stays readable."""
+        sessions.close_session(self.store, session_id, reason)
+
+    def update_session(self, session_id: str, *, agent_ids: Iterable[str] | None = None,
+                       tags: Iterable[str] | None = None,
+                       metadata: dict[str, str] | None = None) -> SessionResult:
+        """Replace a session's agents or tags, or merge into its metadata."""
+        sessions.update_session(self.store, session_id, agent_ids=agent_ids, tags=tags, metadata=metadata)
+        return sessions.session(self.store, session_id)
+
+    def transcript(self, session_id: str, *, limit: int | None = 50, offset: int = 0) -> TranscriptPage:
+        """A session's messages in the order they occurred, a page at a time."""
+        return sessions.transcript(self.store, session_id, limit, offset)
+
     # -- entries ------------------------------------------------------------
 
     def add_message(self, session_id: str, *, role: str, content: str, agent_id: str | None = None,
                     topic: str | None = None, parent_id: str | None = None, occurred_at: Any = None,
-                    tags: Iterable[str] = (), importance: float | None = None) -> str:
-        """Record a conversation message."""
+                    tags: Iterable[str] = (), importance: float | None = None,
+                    tool_call_id: str | None = None) -> str:
+        """Record a conversation message (``tool_call_id``: the call a tool message answers)."""
         return records.record_message(self.store, session_id, role=role, content=content,
                                       agent_id=agent_id, topic=topic, parent_id=parent_id,
-                                      occurred_at=occurred_at, tags=tags, importance=importance)
+                                      occurred_at=occurred_at, tags=tags, importance=importance,
+                                      tool_call_id=tool_call_id)
 
     def record_decision(self, session_id: str, *, decision: str, rationale: str | None = None,
                         alternatives: Iterable[str] = (), impact: str | None = None,

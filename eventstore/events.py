@@ -46,6 +46,7 @@ __all__ = [
     "RedactionNote",
     "RetentionApplied",
     "SessionArchived",
+    "SessionClosed",
     "SessionCompacted",
     "SessionRestored",
     "SessionStarted",
@@ -81,6 +82,7 @@ class MessageDetails(msgspec.Struct, frozen=True, gc=False, tag="message", tag_f
     topic: Label | None = None
     parent_id: Id | None = None
     conversation_id: Id | None = None
+    tool_call_id: Id | None = None  # the call a tool message answers (seed 001)
 
 
 class DecisionDetails(msgspec.Struct, frozen=True, gc=False, tag="decision", tag_field="kind"):
@@ -167,6 +169,13 @@ class SessionUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
 
 class SessionArchived(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.archived"):
     """A session was archived and leaves default search and context."""
+
+    session_id: Id
+    reason: str | None = None
+
+
+class SessionClosed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.closed"):
+    """A session was closed: it takes no new entries, and stays readable."""
 
     session_id: Id
     reason: str | None = None
@@ -343,6 +352,7 @@ Event: TypeAlias = (
     | PurgeCompleted
     | SessionCompacted
     | RetentionApplied
+    | SessionClosed
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

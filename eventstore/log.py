@@ -16,7 +16,7 @@ import msgspec
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import validate_payload
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
-from .errors import InvalidEventError, InvalidInputError
+from .errors import InvalidEventError, InvalidInputError, ReadOnlyError
 from .events import SCHEMA_VERSIONS, Event
 from .factory import open_backend
 from .timeutil import parse_point, to_micros
@@ -35,6 +35,7 @@ class LogSettings(msgspec.Struct, frozen=True):
     sync: bool = True
     purge_lock_timeout: float = 30.0
     segment_span: int | None = None  # seqs per payload segment (backend default), fixed at creation
+    read_only: bool = False  # every append, erase and purge raises ReadOnlyError
 
 
 class EventLog:
@@ -90,6 +91,7 @@ class EventLog:
 
     def append_many(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
         """Append several requests (any streams) in one transaction."""
+        self._check_writable()
         prepared = [self._prepare(r) for r in requests]
         if not prepared:
             return []
@@ -116,7 +118,12 @@ class EventLog:
 
     def purge(self) -> PurgeReport:
         """Physically rewrite the log so erased payloads leave no bytes behind."""
+        self._check_writable()
         return self.backend.purge(self.settings.purge_lock_timeout)
+
+    def _check_writable(self) -> None:
+        if self.settings.read_only:
+            raise ReadOnlyError("the store is open read-only; nothing was written")
 
     # -- reads ------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from commands import (
     ContextSection,
     DeletionReport,
     EntryResult,
+    ExtractiveSummariser,
     HistoryItem,
     MemoryLog,
     MemoryPage,
@@ -27,6 +28,8 @@ from commands import (
     SearchResult,
     SessionResult,
     Settings,
+    Summariser,
+    TranscriptPage,
     load_settings,
 )
 from eventstore import *  # noqa: F403  (the log, events, vocabulary and errors: eventstore.__all__)
@@ -37,6 +40,7 @@ __all__ = [
     "ContextSection",
     "DeletionReport",
     "EntryResult",
+    "ExtractiveSummariser",
     "HistoryItem",
     "MemoryLog",
     "MemoryPage",
@@ -44,7 +48,9 @@ __all__ = [
     "PointInTime",
     "SearchResult",
     "SessionResult",
+    "TranscriptPage",
     "Settings",
+    "Summariser",
     "load_settings",
     *_eventstore_all,
 ]

@@ -40,6 +40,7 @@ from .search import (
     searchable_text,
     tokens,
 )
+from .search.terms import content_terms
 from .views import VIEW_DBS, ViewReader, ViewStore
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "ViewStore",
     "access_score",
     "build_schema",
+    "content_terms",
     "decay_factor",
     "default_embedder",
     "entry_document",

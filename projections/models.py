@@ -115,6 +115,7 @@ class SessionView(msgspec.Struct, frozen=True, gc=False):
     started_at: int
     started_seq: int
     changed_seq: int
+    closed_at: int | None = None  # recorded_at of its session.closed
 
 
 class SessionStats(msgspec.Struct, frozen=True, gc=False):

@@ -30,9 +30,11 @@ from .results import (
     MemoryResult,
     SearchResult,
     SessionResult,
+    TranscriptPage,
 )
 from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
 from .store import Store, holds_store, require_store
+from .summarise import ExtractiveSummariser, Summariser
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -42,6 +44,7 @@ __all__ = [
     "ContextSection",
     "DeletionReport",
     "EntryResult",
+    "ExtractiveSummariser",
     "HistoryItem",
     "MemoryPage",
     "MemoryResult",
@@ -51,6 +54,8 @@ __all__ = [
     "SessionResult",
     "Settings",
     "Store",
+    "Summariser",
+    "TranscriptPage",
     "audit",
     "build_context",
     "chars_over_four",

@@ -32,7 +32,8 @@ _MAX_IDS = 4096  # ids per event; a larger batch is split
 class AccessRecorder:
     """An in-process buffer of accessed entry ids, flushed in the background."""
 
-    def __init__(self, log: EventLog, actor: str, interval: float = 1.0) -> None:
+    def __init__(self, log: EventLog, actor: str, interval: float = 1.0, enabled: bool = True) -> None:
+        """``enabled=False`` (a read-only store): accesses are not recorded."""
         self._log = log
         self._actor = actor
         self._interval = interval
@@ -41,7 +42,7 @@ class AccessRecorder:
         self._lock = threading.Lock()  # guards _pending and _at
         self._flushing = threading.Lock()  # one append at a time
         self._wake = threading.Event()
-        self._closed = False
+        self._closed = not enabled
         self._thread: threading.Thread | None = None
 
     def record(self, entry_ids: Iterable[str]) -> None:

@@ -31,6 +31,7 @@ from eventstore import (
     RecordedEvent,
     RedactionNote,
     SessionArchived,
+    SessionClosed,
     SessionCompacted,
     SessionRestored,
     SessionStarted,
@@ -204,7 +205,7 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
             return _item(rec, f"memory {event.key} saved for {event.user_id}", content=event.content)
         case MemoryForgotten() if iid in (event.memory_id, f"{event.user_id}:{event.key}"):
             return _item(rec, f"memory {event.key} forgotten")
-        case SessionStarted() | SessionUpdated() | SessionArchived() | SessionRestored() \
+        case SessionStarted() | SessionUpdated() | SessionArchived() | SessionRestored() | SessionClosed() \
                 if event.session_id == iid:
             return _item(rec, rec.type.split(".")[1])
         case _:

@@ -82,13 +82,15 @@ class EntryFactory:
         entry = map_texts(entry, lambda value: redactor.redact(value, counts))
         return msgspec.structs.replace(entry, redactions=counts) if counts else entry
 
-    def message(self, topic: object = None, parent_id: object = None) -> MessageDetails | None:
-        """Message details (topic and parent)."""
-        if topic is None and parent_id is None:
+    def message(self, topic: object = None, parent_id: object = None,
+                tool_call_id: object = None) -> MessageDetails | None:
+        """Message details (topic, parent, and the tool call a tool message answers)."""
+        if topic is None and parent_id is None and tool_call_id is None:
             return None
         return MessageDetails(
             topic=None if topic is None else check_labels([topic], "topic")[0],
             parent_id=None if parent_id is None else check_id(parent_id, "parent id"),
+            tool_call_id=None if tool_call_id is None else check_id(tool_call_id, "tool call id"),
         )
 
     def decision(self, rationale: object, alternatives: Iterable[object] | None, impact: object,

@@ -64,6 +64,7 @@ def replay(store: Store, projections: Iterable[str] = PROJECTIONS,
     so the old bytes go). The views cannot be rebuilt alone: they, the search
     index and the vectors live in one projection directory, swapped together.
     """
+    store.check_writable("a replay")
     names = set(projections)
     for name in names:
         check_choice(name, "projection", PROJECTIONS)

@@ -235,6 +235,7 @@ def purge_deferred(store: Store) -> DeletionReport | None:
     """Run every pending purge now: deferred ones, interrupted ones, and
     deletions the ledger shows unpurged without an intent (a store written
     before the journal)."""
+    store.check_writable("a purge")
     reports = finish_interrupted(store, deferred=True)
     with store.read() as views:
         ledger = [d for d in views.deletions() if d.deleted_seq is not None and d.purge_seq is None]

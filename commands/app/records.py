@@ -69,10 +69,12 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
 def record_message(store: Store, session_id: str, *, role: str, content: str,
                    agent_id: str | None = None, topic: str | None = None, parent_id: str | None = None,
                    occurred_at: Any = None, tags: Iterable[str] = (),
-                   importance: float | None = None) -> str:
-    """Record a conversation message."""
+                   importance: float | None = None, tool_call_id: str | None = None) -> str:
+    """Record a conversation message; ``tool_call_id`` only on a tool message."""
     sid = store.writer.live_session(session_id)
-    details = store.entries.message(topic, parent_id)
+    if tool_call_id is not None and role != "tool":
+        raise InvalidInputError("tool_call_id is only for messages of role 'tool'")
+    details = store.entries.message(topic, parent_id, tool_call_id)
     return record(store, store.entries.build(
         "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
         tags=tags, importance=importance, occurred_at=occurred_at, details=details))

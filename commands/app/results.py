@@ -21,6 +21,7 @@ __all__ = [
     "MemoryResult",
     "SearchResult",
     "SessionResult",
+    "TranscriptPage",
     "absent_result",
     "entry_result",
     "memory_result",
@@ -102,6 +103,19 @@ class SessionResult(msgspec.Struct, frozen=True):
     archived: bool
     started_at: str
     statistics: dict[str, Any]
+    closed: bool = False
+    closed_at: str | None = None
+
+
+class TranscriptPage(msgspec.Struct, frozen=True):
+    """One page of a session's messages, in the order they occurred."""
+
+    session_id: str
+    messages: list[EntryResult]
+    total: int
+    offset: int
+    limit: int | None
+    next_offset: int | None
 
 
 class MemoryResult(msgspec.Struct, frozen=True):
@@ -200,7 +214,8 @@ def session_result(view: SessionView, stats: SessionStats) -> SessionResult:
     return SessionResult(id=view.session_id, user_id=view.user_id, agent_ids=view.agent_ids,
                          tags=view.tags, metadata=dict(view.metadata), channel=view.channel,
                          archived=view.archived, started_at=format_micros(view.started_at),
-                         statistics=statistics)
+                         statistics=statistics, closed=view.closed_at is not None,
+                         closed_at=None if view.closed_at is None else format_micros(view.closed_at))
 
 
 def memory_result(view: MemoryView) -> MemoryResult:

@@ -9,18 +9,24 @@ import msgspec
 from eventstore import (
     InvalidInputError,
     SessionArchived,
+    SessionClosed,
+    SessionClosedError,
     SessionNotFoundError,
     SessionRestored,
     SessionStarted,
+    SessionUpdated,
 )
 
 from . import log as _log
 from .entries import new_id
-from .results import SessionResult, session_result
+from .results import SessionResult, TranscriptPage, entry_result, session_result
 from .store import Store
 from .validate import check_id, check_ids, check_labels, optional_text
 
-__all__ = ["archive_session", "restore_session", "session", "sessions", "start_session"]
+__all__ = [
+    "archive_session", "close_session", "restore_session", "session", "sessions", "start_session",
+    "transcript", "update_session",
+]
 
 
 def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[str] = (),
@@ -31,14 +37,11 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     its channel and its metadata's keys and values. ``event_id``: a client
     event id (importers)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
-    meta = metadata or {}
-    pairs = meta.items() if isinstance(meta, dict) else ()
-    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
-        raise InvalidInputError("metadata must map strings to strings")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
         agent_ids=check_ids(agent_ids, "agent ids"), tags=check_labels(tags, "tags"),
-        metadata=dict(meta), channel=None if channel is None else check_labels([channel], "channel")[0],
+        metadata=_metadata(metadata),
+        channel=None if channel is None else check_labels([channel], "channel")[0],
     ))
     with store.read() as views:
         if views.session(sid) is not None or store.writer.is_pending_session(sid):
@@ -46,6 +49,14 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     store.writer.append(f"session:{sid}", lambda: [event], event_ids=None if event_id is None else [event_id])
     store.writer.add_pending_session(sid)
     return sid
+
+
+def _metadata(metadata: object) -> dict[str, str]:
+    meta = metadata or {}
+    pairs = meta.items() if isinstance(meta, dict) else ()
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
+        raise InvalidInputError("metadata must map strings to strings")
+    return dict(meta)
 
 
 def _redacted(store: Store, event: SessionStarted) -> SessionStarted:
@@ -93,11 +104,63 @@ def sessions(store: Store, user_id: str | None = None, archived: bool | None = F
 
 def archive_session(store: Store, session_id: str, reason: str | None = None) -> None:
     """Archive a session: it leaves default search and context."""
-    sid = store.writer.live_session(session_id)
+    sid = store.writer.live_session(session_id, closed_ok=True)
+    text = _reason(store, reason)
+    store.writer.append(f"session:{sid}", lambda: [SessionArchived(session_id=sid, reason=text)])
+
+
+def close_session(store: Store, session_id: str, reason: str | None = None) -> None:
+    """Close a session: it takes no new entries and stays readable and searchable."""
+    sid = check_id(session_id, "session id")
+    if not store.writer.is_pending_session(sid):
+        with store.read() as views:
+            view = views.session(sid)
+        if view is not None and view.closed_at is not None:
+            raise SessionClosedError(f"session {sid} is already closed")
+    sid = store.writer.live_session(sid)
+    text = _reason(store, reason)
+    store.writer.append(f"session:{sid}", lambda: [SessionClosed(session_id=sid, reason=text)])
+    store.writer.end_pending_session(sid)
+
+
+def update_session(store: Store, session_id: str, *, agent_ids: Iterable[str] | None = None,
+                   tags: Iterable[str] | None = None, metadata: dict[str, str] | None = None) -> None:
+    """Change a session's agents or tags (replaced) or metadata (merged); a
+    closed session may still be updated, an archived one must be restored first."""
+    sid = store.writer.live_session(session_id, closed_ok=True)
+    if agent_ids is None and tags is None and metadata is None:
+        raise InvalidInputError("nothing to update: give agents, tags or metadata")
+    probe = _redacted(store, SessionStarted(
+        session_id=sid, agent_ids=check_ids(agent_ids or (), "agent ids"),
+        tags=check_labels(tags or (), "tags"), metadata=_metadata(metadata)))
+    event = SessionUpdated(session_id=sid, agent_ids=None if agent_ids is None else probe.agent_ids,
+                           tags=None if tags is None else probe.tags,
+                           metadata=None if metadata is None else probe.metadata)
+    store.writer.append(f"session:{sid}", lambda: [event])
+
+
+def transcript(store: Store, session_id: str, limit: int | None = 50, offset: int = 0) -> TranscriptPage:
+    """A session's messages in the order they occurred, one page at a time."""
+    sid = check_id(session_id, "session id")
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise InvalidInputError("limit must be a positive integer")
+    if type(offset) is not int or offset < 0:
+        raise InvalidInputError("offset must be an integer >= 0")
+    with store.read() as views:
+        if views.session(sid) is None:
+            raise SessionNotFoundError(f"session {sid} not found")
+        page, total = views.session_page(sid, ("message",), offset, limit)
+        messages = [entry_result(v) for v in page]
+    end = offset + len(messages)
+    return TranscriptPage(session_id=sid, messages=messages, total=total, offset=offset, limit=limit,
+                          next_offset=end if end < total else None)
+
+
+def _reason(store: Store, reason: str | None) -> str | None:
     text = optional_text(reason, "reason", 2000)
     if text is not None and store.entries.redactor is not None:
         text = store.entries.redactor.redact(text.strip(), {})
-    store.writer.append(f"session:{sid}", lambda: [SessionArchived(session_id=sid, reason=text)])
+    return text
 
 
 def restore_session(store: Store, session_id: str) -> None:

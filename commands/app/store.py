@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from eventstore import EventLog, LogSettings, StoreNotFoundError
+from eventstore import EventLog, LogSettings, ReadOnlyError, StoreNotFoundError
 from eventstore.storage import check_private_dir
 from projections import Embedder, Projections, ViewReader
 
@@ -47,19 +47,24 @@ class Store:
 
     With ``create=False`` a directory that holds no store is refused with
     :class:`~eventstore.StoreNotFoundError` and nothing is created (reads
-    from the CLI open stores this way).
+    from the CLI open stores this way). With ``read_only=True`` the store
+    must exist, every write raises :class:`~eventstore.ReadOnlyError`, and
+    reads record no accesses.
     """
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
-                 embedder: Embedder | Literal["default"] | None = "default") -> None:
-        if not create:
+                 embedder: Embedder | Literal["default"] | None = "default",
+                 read_only: bool = False) -> None:
+        self.read_only = read_only
+        if not create or read_only:
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log = EventLog.open(data_dir / "log", LogSettings(
-            max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync))
+            max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync,
+            read_only=read_only))
         try:
             self.proj = Projections(data_dir, self.log, shards=settings.search_shards, sync=settings.sync,
                                     embedder=embedder if settings.semantic else None)
@@ -71,7 +76,8 @@ class Store:
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
         self.entries = EntryFactory(settings.max_content_bytes, redactor)
         self.writer = Writer(self.log, self.proj, settings.default_actor)
-        self.access = AccessRecorder(self.log, settings.default_actor)  # searches' accesses, batched
+        # searches' accesses, batched; a read-only store records none
+        self.access = AccessRecorder(self.log, settings.default_actor, enabled=not read_only)
 
     def __enter__(self) -> Self:
         return self
@@ -90,6 +96,12 @@ class Store:
     def _close_parts(self) -> None:
         self.proj.close()
         self.log.close()
+
+    def check_writable(self, what: str) -> None:
+        """Raise :class:`~eventstore.ReadOnlyError` on a read-only store (for
+        work that rewrites files without appending to the log first)."""
+        if self.read_only:
+            raise ReadOnlyError(f"the store is open read-only; {what} rewrites its files")
 
     def read(self, as_of: int | None = None, search: bool = False) -> contextlib.AbstractContextManager[
             ViewReader]:

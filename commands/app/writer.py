@@ -14,6 +14,7 @@ from eventstore import (
     EventLog,
     InvalidInputError,
     SessionArchivedError,
+    SessionClosedError,
     SessionNotFoundError,
 )
 from projections import Projections
@@ -42,6 +43,7 @@ class Writer:
         # a deletion, from any process) changes a version and forces a views check.
         self._live_at: dict[str, tuple[int, int]] = {}
         self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
+        self._batch_closed: set[str] = set()  # sessions closed in the current batch
 
     def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
                 keeps_live: bool = False, *, event_ids: Sequence[str] | None = None) -> int:
@@ -102,7 +104,7 @@ class Writer:
         if self._batch is not None:
             raise InvalidInputError("batches do not nest")
         self._batch, self._batch_versions, self._pending_sessions = [], {}, set()
-        self._batch_live = {}
+        self._batch_live, self._batch_closed = {}, set()
         try:
             yield
             if self._batch:
@@ -113,12 +115,15 @@ class Writer:
                         self._still_live(stream, before, self._batch_versions[stream])
         finally:
             self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
-            self._batch_live = {}
+            self._batch_live, self._batch_closed = {}, set()
 
-    def live_session(self, session_id: object) -> str:
-        """The id of a session that exists and is not archived, checked against
-        the views (cached until its stream or the system stream moves)."""
+    def live_session(self, session_id: object, closed_ok: bool = False) -> str:
+        """The id of a session that exists, is not archived and (unless
+        ``closed_ok``) not closed, checked against the views (cached until its
+        stream or the system stream moves)."""
         sid = check_id(session_id, "session id")
+        if sid in self._batch_closed and not closed_ok:
+            raise SessionClosedError(f"session {sid} is closed; start a new session")
         if sid in self._pending_sessions:
             return sid  # started in this batch, or already checked in it
         stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
@@ -130,6 +135,10 @@ class Writer:
                 raise SessionNotFoundError(f"session {sid} not found")
             if view.archived:
                 raise SessionArchivedError(f"session {sid} is archived; restore it first")
+            if view.closed_at is not None:
+                if closed_ok:
+                    return sid  # not cached: the cache vouches for open sessions only
+                raise SessionClosedError(f"session {sid} is closed; start a new session")
             self._live_at[sid] = stamp
         if self._batch is not None:
             self._pending_sessions.add(sid)
@@ -139,6 +148,13 @@ class Writer:
         """A session started in the current batch (live for its later writes)."""
         if self._batch is not None:
             self._pending_sessions.add(session_id)
+
+    def end_pending_session(self, session_id: str) -> None:
+        """A session closed in the current batch: its later writes are checked again."""
+        self._pending_sessions.discard(session_id)
+        self._live_at.pop(session_id, None)
+        if self._batch is not None:
+            self._batch_closed.add(session_id)
 
     def is_pending_session(self, session_id: str) -> bool:
         """Whether the current batch started (or already checked) this session."""

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from eventstore import ENTRY_KINDS, InvalidInputError
+from eventstore import ENTRY_KINDS, InvalidInputError, ReadOnlyError
 
 from ..app.maintenance import PROJECTIONS, params_dict
 from .base import Context, pass_context
@@ -19,6 +19,8 @@ __all__ = ["decay", "init", "replay"]
 @pass_context
 def init(ctx: Context) -> None:
     """Create the data directory and an empty store."""
+    if ctx.read_only:
+        raise ReadOnlyError("--read-only: init creates a store; nothing was written")
     with ctx.memory() as mem:
         head = mem.log.head()
     ctx.emit({"dir": str(ctx.data_dir), "head_seq": head.seq},

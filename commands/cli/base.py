@@ -58,9 +58,10 @@ _json = msgspec.json.Encoder()
 class Context:
     """Options shared by every command, and the store they open."""
 
-    def __init__(self, data_dir: Path, as_json: bool) -> None:
+    def __init__(self, data_dir: Path, as_json: bool, read_only: bool = False) -> None:
         self.data_dir = data_dir
         self.json = as_json
+        self.read_only = read_only
 
     @property
     def log_dir(self) -> Path:
@@ -71,7 +72,8 @@ class Context:
     def memory(self, *, create: bool = True, **overrides: Any) -> Iterator[MemoryLog]:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
-        with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides), create=create) as mem:
+        with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides),
+                            create=create and not self.read_only, read_only=self.read_only) as mem:
             _announce(mem)
             yield mem
 

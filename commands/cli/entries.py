@@ -37,14 +37,17 @@ def _text(name: str, what: str, required: bool = False) -> Callable[[FC], FC]:
 @_text("--content", "The message", required=True)
 @click.option("--agent", "agent_id")
 @click.option("--topic")
+@click.option("--tool-call-id", help="The tool call a message of role 'tool' answers.")
 @_tags
 @_at
 @pass_context
 def add_message(ctx: Context, session_id: str, role: str, content: str, agent_id: str | None,
-                topic: str | None, tags: tuple[str, ...], occurred_at: str | None) -> None:
+                topic: str | None, tool_call_id: str | None, tags: tuple[str, ...],
+                occurred_at: str | None) -> None:
     """Record a conversation message."""
     ctx.write(lambda m: m.add_message(session_id, role=role, content=content, agent_id=agent_id,
-                                        topic=topic, tags=tags, occurred_at=occurred_at), "recorded")
+                                        topic=topic, tags=tags, occurred_at=occurred_at,
+                                        tool_call_id=tool_call_id), "recorded")
 
 
 @add.command("decision")

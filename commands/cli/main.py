@@ -24,11 +24,13 @@ __all__ = ["cli", "main"]
               default=Path(".memlog"), show_default=True, help="Data directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
+@click.option("--read-only", is_flag=True, envvar="MEMLOG_READ_ONLY",
+              help="Open the store read-only: every write fails with E_READ_ONLY and writes nothing.")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool) -> None:
+def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool, read_only: bool) -> None:
     """memlog: an event-sourced memory for AI agents that can audit and forget."""
     configure_logging(verbose)
-    ctx.obj = Context(data_dir, as_json)
+    ctx.obj = Context(data_dir, as_json, read_only)
 
 
 for _command in (

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..app import EntryResult, MemoryResult, SearchResult, SessionResult
+from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
 from ..app.records import MemoryPage
 from ..app.reports import escape_controls
 
@@ -78,10 +78,26 @@ def session_text(s: SessionResult) -> str:
     """A session's manifest and statistics."""
     stats = s.statistics
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(stats["by_kind"].items())) or "no entries"
-    return (f"{field(s.id)}{' (archived)' if s.archived else ''}\n  user: {field(s.user_id or '-')}\n"
+    state = " (archived)" if s.archived else ""
+    state += f" (closed {s.closed_at})" if s.closed_at else ""
+    return (f"{field(s.id)}{state}\n  user: {field(s.user_id or '-')}\n"
             f"  agents: {fields(s.agent_ids) or '-'}\n  tags: {fields(s.tags) or '-'}\n"
             f"  started: {s.started_at}\n  entries: {stats['entries']} ({field(kinds)}), "
             f"{stats['size_bytes']} bytes\n  last activity: {stats['last_activity'] or '-'}")
+
+
+def transcript_text(page: TranscriptPage) -> str:
+    """A page of a transcript: time, role, id, then the message; where the next page starts."""
+    if not page.messages:
+        return f"no messages (session has {page.total})"
+    lines = [f"{m.occurred_at}  {m.role or '-':<9} {field(m.id)}"
+             + (f"  (answers {field(m.details['tool_call_id'])})" if m.details.get("tool_call_id") else "")
+             + f"\n  {field(m.content if m.content is not None else '[' + m.state + ']')}"
+             for m in page.messages]
+    last = page.offset + len(page.messages)
+    more = f"; next: --offset {page.next_offset}" if page.next_offset is not None else ""
+    lines.append(f"messages {page.offset + 1}-{last} of {page.total}{more}")
+    return "\n".join(lines)
 
 
 def hits_text(hits: list[SearchResult]) -> str:

@@ -1,4 +1,4 @@
-"""CLI commands of sessions: start, list, show, archive, restore."""
+"""CLI commands of sessions: start, list, show, update, transcript, close, archive, restore."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from eventstore import InvalidInputError
 
 from ..memory import MemoryLog
 from .base import Context, pass_context
-from .render import field, plain, session_text
+from .render import field, plain, session_text, transcript_text
 
 __all__ = ["session"]
 
@@ -26,7 +26,7 @@ def parse_meta(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @click.group()
 def session() -> None:
-    """Start, list, show, archive and restore sessions."""
+    """Start, list, show, update, read, close, archive and restore sessions."""
 
 
 @session.command("start")
@@ -89,3 +89,51 @@ def session_restore(ctx: Context, session_id: str) -> None:
         return session_id
 
     ctx.write(act, "restored session")
+
+
+@session.command("update")
+@click.argument("session_id")
+@click.option("--agent", "agents", multiple=True, help="Replace the agents (repeat the option).")
+@click.option("--tag", "tags", multiple=True, help="Replace the tags (repeat the option).")
+@click.option("--meta", "meta", multiple=True, help="KEY=VALUE metadata, merged into the session's.")
+@click.option("--clear-agents", is_flag=True, help="Remove every agent.")
+@click.option("--clear-tags", is_flag=True, help="Remove every tag.")
+@pass_context
+def session_update(ctx: Context, session_id: str, agents: tuple[str, ...], tags: tuple[str, ...],
+                   meta: tuple[str, ...], clear_agents: bool, clear_tags: bool) -> None:
+    """Change a session's agents, tags or metadata."""
+    if (agents and clear_agents) or (tags and clear_tags):
+        raise InvalidInputError("give --agent or --clear-agents (and --tag or --clear-tags), not both")
+
+    def act(m: MemoryLog) -> str:
+        m.update_session(session_id, agent_ids=agents if agents or clear_agents else None,
+                         tags=tags if tags or clear_tags else None,
+                         metadata=parse_meta(meta) if meta else None)
+        return session_id
+
+    ctx.write(act, "updated session")
+
+
+@session.command("transcript")
+@click.argument("session_id")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@pass_context
+def session_transcript(ctx: Context, session_id: str, limit: int, offset: int) -> None:
+    """A session's messages in the order they occurred, a page at a time."""
+    with ctx.reading() as mem:
+        page = mem.transcript(session_id, limit=limit, offset=offset)
+    ctx.emit(plain(page), lambda: transcript_text(page))
+
+
+@session.command("close")
+@click.argument("session_id")
+@click.option("--reason", help="Why it was closed (kept in the log).")
+@pass_context
+def session_close(ctx: Context, session_id: str, reason: str | None) -> None:
+    """Close a session: it takes no new entries and stays readable."""
+    def act(m: MemoryLog) -> str:
+        m.close_session(session_id, reason)
+        return session_id
+
+    ctx.write(act, "closed session")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import Stemmer
 
-__all__ = ["STEM", "STOP_WORDS", "TOKENIZER", "stem_all", "terms", "words"]
+__all__ = ["STEM", "STOP_WORDS", "TOKENIZER", "content_terms", "stem_all", "terms", "words"]
 
 STEM = True  # measured: see docs/search.md
 TOKENIZER = "en_stem" if STEM else "default"
@@ -49,3 +49,8 @@ def terms(text: str) -> list[str]:
 def stem_all(found: list[str]) -> list[str]:
     """The terms of already cut ``found`` words."""
     return _stem(found) if STEM and found else found
+
+
+def content_terms(text: str) -> list[str]:
+    """The terms of ``text`` without its function words (:data:`STOP_WORDS`), in order."""
+    return stem_all([w for w in words(text) if w not in STOP_WORDS])

@@ -31,6 +31,7 @@ from eventstore import (
     PurgeCompleted,
     RecordedEvent,
     SessionArchived,
+    SessionClosed,
     SessionCompacted,
     SessionRestored,
     SessionStarted,
@@ -163,6 +164,8 @@ class ViewWriter:
                 self._session_update(event.session_id,
                                      lambda s: r.session_with_archive(s, rec, archived))
                 self._mark_archived(event.session_id, archived)
+            case SessionClosed():
+                self._session_update(event.session_id, lambda s: r.session_closed(s, rec))
             case MemorySaved():
                 self._memory_saved(rec, event)
             case MemoryForgotten():

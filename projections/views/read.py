@@ -143,6 +143,18 @@ class ViewReader:
         """Live (or as-of) entries of a session in ``occurred_at`` order."""
         return self._resolved(self._session_stored(session_id, kinds, newest_first))
 
+    def session_page(self, session_id: str, kinds: tuple[str, ...], offset: int,
+                     limit: int | None) -> tuple[list[EntryView], int]:
+        """One page of :meth:`session_entries` (oldest first) and how many there
+        are in all; only the page's entries are resolved (read from the log)."""
+        page: list[StoredEntry] = []
+        total = 0
+        for stored in self._session_stored(session_id, kinds, False):
+            if total >= offset and (limit is None or len(page) < limit):
+                page.append(stored)
+            total += 1
+        return self.resolve(page), total
+
     def _session_stored(self, session_id: str, kinds: tuple[str, ...],
                         newest_first: bool) -> Iterator[StoredEntry]:
         prefix = session_id.encode() + SEP

@@ -182,6 +182,11 @@ def session_with_archive(prev: SessionView, rec: RecordedEvent, archived: bool) 
     return replace(prev, archived=archived, changed_seq=rec.seq)
 
 
+def session_closed(prev: SessionView, rec: RecordedEvent) -> SessionView:
+    """Closed: no new entries."""
+    return replace(prev, closed_at=rec.recorded_at, changed_seq=rec.seq)
+
+
 def stats_added(prev: SessionStats, entry: StoredEntry) -> SessionStats:
     """Count one more entry of its kind (its content bytes, its recording time)."""
     counts = dict(prev.counts)

@@ -21,10 +21,13 @@ from eventstore import (
     EventLog,
     MemoryForgotten,
     MemorySaved,
+    MessageDetails,
     SessionArchived,
+    SessionClosed,
     SessionCompacted,
     SessionRestored,
     SessionStarted,
+    SessionUpdated,
     TaskDetails,
 )
 from projections import Projections
@@ -47,6 +50,8 @@ steps = st.lists(
         st.tuples(st.just("redact"), st.integers(0, 30)),
         st.tuples(st.just("compact"), st.integers(0, 2)),
         st.tuples(st.just("archive"), st.integers(0, 2), st.booleans()),
+        st.tuples(st.just("close"), st.integers(0, 2)),
+        st.tuples(st.just("retag"), st.integers(0, 2), st.sampled_from(WORDS)),
         st.tuples(st.just("catch_up")),
     ),
     min_size=1, max_size=40,
@@ -77,7 +82,7 @@ class History:
         event = EntryRecorded(entry_id=eid, kind=kind, content=" ".join(words),  # type: ignore[arg-type]
                               occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000,
                               session_id=f"s{session}", agent_id=f"a{session}", tags=(kind,),
-                              details=TaskDetails() if kind == "task" else None)
+                              details=_details(kind, self.n))
         seq = self.log.append(f"session:s{session}", [event], actor="t").first_seq
         self.entries.append((eid, seq, kind, f"s{session}"))
 
@@ -152,5 +157,19 @@ class History:
                  else SessionRestored(session_id=f"s{session}"))
         self.log.append(f"session:s{session}", [event], actor="t")
 
+    def _close(self, session: int) -> None:
+        self.log.append(f"session:s{session}", [SessionClosed(session_id=f"s{session}", reason="r")],
+                        actor="t")
+
+    def _retag(self, session: int, word: str) -> None:
+        self.log.append(f"session:s{session}", [SessionUpdated(
+            session_id=f"s{session}", tags=(word,), metadata={"k": word})], actor="t")
+
     def _catch_up(self) -> None:
         self.proj.catch_up(search=True)
+
+
+def _details(kind: str, n: int) -> TaskDetails | MessageDetails | None:
+    if kind == "task":
+        return TaskDetails()
+    return MessageDetails(tool_call_id=f"call{n}") if kind == "message" and n % 2 else None
