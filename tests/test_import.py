@@ -79,6 +79,7 @@ def test_picobot_snapshot_is_imported_and_renamed(tmp_path: Path) -> None:
         assert [m.content for m in mem.memories("tui:local")] == ["Monday"]
         tool = mem.show(derived_id("picobot", "message", "tui-local-1/messages/3"))
         assert tool.role == "tool" and tool.occurred_at == "2026-02-01T09:01:05Z"
+        assert tool.details["tool_call_id"] == "call_42"
     again = run(store, "import", "picobot", str(data))
     assert again.exit_code != 0 and "already migrated" in again.stderr
 

@@ -6,7 +6,7 @@ as it is now, the redacted spans gone), live memories, sessions. Deleted
 entries and forgotten memories leave nothing, not even their ids.
 ``recorded_at`` and ``recorded_seq`` are facts of this store's log, not of the
 memory, and are not exported (an import records anew); so are a session's
-``started_at`` and a memory's ``saved_at``.
+``started_at`` and ``closed_at`` and a memory's ``saved_at``.
 
 JSONL: a header line (``{"type": "memlog.export", ...}``), then one line per
 session, entry (in ``occurred_at`` order) and memory; ``memlog import jsonl``
@@ -90,10 +90,8 @@ def _session(view: SessionView) -> dict[str, Any]:
                             "agent_ids": list(view.agent_ids), "tags": list(view.tags),
                             "metadata": dict(view.metadata), "channel": view.channel,
                             "archived": view.archived, "started_at": format_micros(view.started_at)}
-    for name in ("closed", "closed_at"):  # once sessions can be closed
-        value = getattr(view, name, None)
-        if value is not None:
-            data[name] = format_micros(value) if name == "closed_at" and isinstance(value, int) else value
+    if view.closed_at is not None:
+        data["closed"] = True
     return {k: v for k, v in data.items() if v not in (None, [], {})}
 
 
@@ -139,7 +137,7 @@ def _md_session(session: dict[str, Any]) -> str:
     facts = [f"{name}: {', '.join(v) if isinstance(v, list) else v}" for name in
              ("user_id", "agent_ids", "tags", "channel") if (v := session.get(name))]
     facts += [f"{k} = {v}" for k, v in session.get("metadata", {}).items()]
-    state = " (archived)" if session.get("archived") else ""
+    state = " (archived)" if session.get("archived") else " (closed)" if session.get("closed") else ""
     return f"\n## Session {session['id']}{state}\n\n" + "".join(f"- {f}\n" for f in facts)
 
 

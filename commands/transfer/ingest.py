@@ -24,6 +24,7 @@ from eventstore import (
     DecisionDetails,
     Details,
     EntryRecorded,
+    Event,
     FindingDetails,
     ImportRecordError,
     InvalidInputError,
@@ -32,6 +33,7 @@ from eventstore import (
     PreferenceDetails,
     SessionArchived,
     SessionArchivedError,
+    SessionClosed,
     SessionClosedError,
     TaskDetails,
 )
@@ -93,7 +95,7 @@ class _Run:
         self.seen: set[str] = set()
         self.present = 0
         self.by_kind: dict[str, int] = {}
-        self.archive: list[tuple[str, str]] = []
+        self.later: list[tuple[str, str, Event]] = []  # closes and archives, after the entries
         self.existing = _existing_ids(store, recs)
 
     def take(self, rec: Record) -> None:
@@ -119,8 +121,10 @@ class _Run:
             metadata = rec.metadata if rec.metadata is not None else {}
             sid = sessions.start_session(store, rec.user_id, rec.agent_ids or (), rec.tags or (), metadata,
                                          rec.channel, rec.session_id, event_id=rec.event_id)
+            if rec.closed:
+                self.later.append((sid, event_id(self.fmt, "closed:" + rec.event_id), SessionClosed(sid)))
             if rec.archived:
-                self.archive.append((sid, event_id(self.fmt, "archived:" + rec.event_id)))
+                self.later.append((sid, event_id(self.fmt, "archived:" + rec.event_id), SessionArchived(sid)))
             return "session"
         if isinstance(rec, MemoryRec):
             records.remember(store, rec.user_id, rec.key, rec.content, rec.session_id,
@@ -131,9 +135,8 @@ class _Run:
         return entry.kind
 
     def finish(self) -> None:
-        """Archive the imported sessions that were archived at the source."""
-        for sid, eid in self.archive:
-            event = SessionArchived(session_id=sid)
+        """Close, then archive, the imported sessions closed or archived at the source."""
+        for sid, eid, event in self.later:
             self.store.writer.append(f"session:{sid}", lambda e=event: [e], event_ids=[eid])  # type: ignore[misc]
 
     @property
