@@ -196,7 +196,8 @@ def test_ingest_redaction_applies_to_imports(tmp_path: Path) -> None:
 
 def test_the_transfer_doc_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``$ memlog`` line of docs/integrations/transfer.md exits 0, in
-    order, in a directory holding the seed trees the doc names."""
+    order, in a directory holding the seed trees the doc names; then its
+    python blocks run."""
     monkeypatch.chdir(tmp_path)
     bmad_tree(tmp_path)
     picobot_tree(tmp_path)
@@ -210,3 +211,7 @@ def test_the_transfer_doc_examples_run(tmp_path: Path, monkeypatch: pytest.Monke
         argv = shlex.split(line[2:])[1:]
         result = CliRunner().invoke(cli, argv)
         assert result.exit_code == 0, (line, result.stderr)
+    assert (tmp_path / "data" / "sessions.json.migrated").is_file() and (tmp_path / "memory.md").is_file()
+    scope: dict[str, object] = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, str(DOC), "exec"), scope)
