@@ -82,6 +82,12 @@ def test_picobot_snapshot_is_imported_and_renamed(tmp_path: Path) -> None:
         assert tool.details["tool_call_id"] == "call_42"
     again = run(store, "import", "picobot", str(data))
     assert again.exit_code != 0 and "already migrated" in again.stderr
+    with MemoryLog.open(store, create=False, embedder=None) as mem:
+        mem.forget("tui:local", "report_day")
+        mem.delete(ids=[derived_id("picobot", "message", "tui-local-1/messages/2")], reason="test",
+                   requested_by="tui:local")
+    again = run(store, "--json", "import", "picobot", str(data / "sessions.json.migrated"))
+    assert json.loads(again.stdout)["written"] == 0  # what was forgotten or deleted stays so
 
 
 def test_aiteam_vault_per_agent_and_project(tmp_path: Path) -> None:
@@ -110,7 +116,8 @@ def test_gimli_transcripts_and_learnings(tmp_path: Path) -> None:
         sid = "5f0c2a9e-1b7d-4c1e-9a51-0d2f3e4b5c6d"
         assert mem.session(sid).metadata == {"session_key": "agent:main:main"}
         first = mem.show(derived_id("gimli", "message", f"main/{sid}/m1"))
-        assert first.content == "Which API version do we call?" and first.occurred_at == "2025-01-15T10:00:01Z"
+        assert first.content == "Which API version do we call?"
+        assert first.occurred_at == "2025-01-15T10:00:01Z"
         lesson = mem.show(derived_id("gimli", "lesson", "main/LEARNINGS/tool-usage/1"))
         assert lesson.tags == ("tool-usage",) and lesson.occurred_at == "2024-01-12T00:00:00Z"
 

@@ -25,7 +25,8 @@ MESSAGES = [
      "content": f"We need a database for payments; mail me at {SECRET_EMAIL}."},
     {"id": "msg-001", "timestamp": "2026-01-11T10:05:23Z", "agent_id": "architect", "role": "assistant",
      "content": "Based on the requirements, I recommend PostgreSQL for ACID compliance.",
-     "context": {"conversation_id": "conv-xyz", "parent_message_id": "msg-000", "topic": "database_selection"},
+     "context": {"conversation_id": "conv-xyz", "parent_message_id": "msg-000",
+                 "topic": "database_selection"},
      "metadata": {"tokens": 15, "processing_time_ms": 230, "references": ["dec-001", "finding-003"]},
      "decay_factor": 1.0},
 ]
@@ -40,13 +41,15 @@ DECISION = {
 }
 FINDING = {
     "id": "finding-003", "timestamp": "2026-01-11T10:08:15Z", "discovered_by": "analyst",
-    "category": "scalability", "severity": "high", "description": "Database connection pooling not configured",
+    "category": "scalability", "severity": "high",
+    "description": "Database connection pooling not configured",
     "evidence": "Connection pool config missing from application.yml",
     "recommendation": "Implement HikariCP with max 50 connections", "status": "open",
     "tags": ["performance", "database", "configuration"], "decay_factor": 1.0,
 }
 PREFERENCE = {
-    "id": "pref-001", "timestamp": "2026-01-11T10:00:00Z", "category": "communication", "key": "response_style",
+    "id": "pref-001", "timestamp": "2026-01-11T10:00:00Z", "category": "communication",
+    "key": "response_style",
     "value": "concise_with_examples", "context": "User prefers brief explanations followed by code examples",
     "confidence": 0.9, "learned_from": ["sess-2026-01-10-xyz", "sess-2026-01-11-abc"], "decay_factor": 1.0,
 }
@@ -81,7 +84,8 @@ def picobot_tree(root: Path) -> Path:
     snapshot = {
         "sessions": [{
             "id": "tui-local-1", "channel_type": "tui", "channel_id": "local", "user_id": "tui:local",
-            "permissions_json": "{}", "created_at": "2026-02-01 09:00:00", "last_active": "2026-02-01 09:05:00",
+            "permissions_json": "{}", "created_at": "2026-02-01 09:00:00",
+            "last_active": "2026-02-01 09:05:00",
             "state_json": "{}", "summary": "The user set up a weekly report reminder.",
             "messages": [
                 {"id": 1, "message_type": "system", "content": "You are PicoBot.", "tool_call_id": None,
@@ -122,7 +126,8 @@ def aiteam_tree(root: Path) -> Path:
     (vault / "dev").mkdir()
     (vault / ".vault").mkdir()
     (vault / "conversations").mkdir()
-    (vault / "_project.md").write_text("# Project\n\nStack: Next.js dashboard driving the Cursor agent CLI.\n")
+    (vault / "_project.md").write_text(
+        "# Project\n\nStack: Next.js dashboard driving the Cursor agent CLI.\n")
     (vault / "bmad-master" / "decisions.md").write_text(VAULT_DECISION)
     (vault / "bmad-master" / "handoffs.md").write_text(
         "<!-- id:1773679872000 -->\n## 2026-03-16T17:00 · #auto-handoff #session-close\n"

@@ -35,14 +35,14 @@ import lmdb
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchkit import align, log, run_main  # noqa: E402
+from benchkit import align, log, run_main
 
-from commands import MemoryLog  # noqa: E402
-from commands.transfer import ingest, read_source  # noqa: E402
+from commands import MemoryLog
+from commands.transfer import ingest, read_source
 
 PER_SESSION = 1000
-WORDS = ("database latency payments schema index cache queue retry pool replica shard ledger audit "
-         "postgres kafka redis tenant invoice refund webhook").split()
+WORDS = ["database", "latency", "payments", "schema", "index", "cache", "queue", "retry", "pool", "replica",
+         "shard", "ledger", "audit", "postgres", "kafka", "redis", "tenant", "invoice", "refund", "webhook"]
 
 
 def _text(n: int, size: int) -> str:
@@ -134,12 +134,14 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     return {"records": len(recs), "written": report.written, "import_s": round(import_s, 3),
             "read_s": round(read_s, 3), "ingest_s": round(import_s - read_s, 3),
             "import_rps": round(len(recs) / import_s), "index_s": round(index_s, 3),
-            "raw_decode_rps": round(anchors["raw_decode_rps"]), "raw_lmdb_rps": round(anchors["raw_lmdb_rps"]),
+            "raw_decode_rps": round(anchors["raw_decode_rps"]),
+            "raw_lmdb_rps": round(anchors["raw_lmdb_rps"]),
             "import_vs_decode": round(anchors["raw_decode_rps"] / (len(recs) / import_s), 1)}
 
 
 def table(r: dict[str, Any]) -> str:
-    rows = [["import (read + decide + one transaction)", f"{r['import_rps']:,} records/s", f"{r['import_s']} s"],
+    rows = [["import (read + decide + one transaction)", f"{r['import_rps']:,} records/s",
+             f"{r['import_s']} s"],
             ["  of which reading the tree", "", f"{r['read_s']} s"],
             ["projections catch-up (views, text index)", "", f"{r['index_s']} s"],
             ["anchor: msgspec decode of the same lines", f"{r['raw_decode_rps']:,} lines/s", ""],

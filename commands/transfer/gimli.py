@@ -151,7 +151,8 @@ def _learnings(root: Path, agent: str, path: Path) -> list[Record]:
         source = f"{agent}/LEARNINGS/{section}/{ordinal}"
         when = source_time(item.group(1)) if item.group(1) else mtime
         entry_id = derived_id(FORMAT, "lesson", source)
-        items.append(EntryRec(Origin(rel, number), event_id(FORMAT, source), entry_id, "lesson", item.group(2), session_id=sid, agent_id=agent, tags=(section,),
+        items.append(EntryRec(Origin(rel, number), event_id(FORMAT, source), entry_id, "lesson",
+                              item.group(2), session_id=sid, agent_id=agent, tags=(section,),
                               occurred_at=when))
     if not items:
         return []

@@ -2,9 +2,11 @@
 layer (validation, ingest redaction, session checks) inside one writer batch,
 so either the whole import lands in one transaction or nothing does.
 
-A record whose event id the log already holds (or whose entry, memory or
-session id the store already has) is skipped: ids derive from source ids, so
-a second import of the same files adds nothing. A bad record (a reader's
+A record whose session, entry or memory id the store already has (a deleted
+entry's included), or whose event id the log already holds (a forgotten
+memory's), is skipped: ids derive from source ids, so a second import of the
+same files adds nothing. Each append also carries the record's client event
+id, so the log itself refuses (``E_DUPLICATE_EVENT``) to take one twice. A bad record (a reader's
 :class:`~commands.transfer.model.Bad`, or one the app layer refuses) stops the
 import with :class:`~eventstore.ImportRecordError` naming ``file:line`` and
 the reason, unless ``skip_bad``: then the good records are written and the bad
@@ -103,8 +105,10 @@ class _Run:
         if isinstance(rec, Bad):
             self.bad.append(BadRecord(rec.origin.file, rec.origin.line, rec.reason))
             return
-        if rec.event_id in self.seen or _own_id(rec) in self.existing or \
-                self.store.log.seq_of(rec.event_id) is not None:
+        if rec.event_id in self.seen or _own_id(rec) in self.existing or (
+                isinstance(rec, MemoryRec) and self.store.log.seq_of(rec.event_id) is not None):
+            # The views keep every session and entry id (a deleted entry's too), not a
+            # forgotten memory's: for memories the log's event id index answers.
             self.present += 1
             return
         try:

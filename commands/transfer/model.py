@@ -41,6 +41,7 @@ __all__ = [
     "source_time",
 ]
 
+_decode = msgspec.json.Decoder().decode
 _ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}\Z")
 
 
@@ -195,15 +196,15 @@ def line_of(value: object, default: int = 0) -> int:
 def read_jsonl(path: Path, rel: str) -> Iterator[tuple[Origin, dict[str, Any] | None, str]]:
     """Each non-blank line of a JSONL file: its origin, the object (None when
     the line is not a JSON object) and the reason when it is not."""
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             origin = Origin(rel, number)
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield origin, None, f"invalid JSON ({exc.msg})"
+                obj = _decode(line)
+            except msgspec.DecodeError as exc:
+                yield origin, None, f"invalid JSON ({str(exc).split(' - ')[0]})"
                 continue
             if not isinstance(obj, dict):
                 yield origin, None, "a line must be a JSON object"
