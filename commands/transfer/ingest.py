@@ -23,6 +23,7 @@ import msgspec
 
 from eventstore import (
     ENTRY_KINDS,
+    AbortedError,
     DecisionDetails,
     Details,
     EntryRecorded,
@@ -81,10 +82,6 @@ class ImportReport(msgspec.Struct, frozen=True):
     def to_dict(self) -> dict[str, Any]:
         """The ``import --json`` shape."""
         return msgspec.to_builtins(self)  # type: ignore[no-any-return]
-
-
-class _Discard(Exception):
-    """Raised inside the batch to drop it (a dry run)."""
 
 
 class _Run:
@@ -153,6 +150,7 @@ def ingest(store: Store, fmt: str, recs: Sequence[Record], *, skip_bad: bool = F
     """Decide every record, then write them all in one transaction (none with
     ``dry_run``, none when a record is bad unless ``skip_bad``)."""
     run = _Run(store, fmt, recs)
+    discard = AbortedError("dry run: nothing written")  # raised inside the batch, it drops it
     try:
         with store.writer.batch():
             for rec in recs:
@@ -163,9 +161,10 @@ def ingest(store: Store, fmt: str, recs: Sequence[Record], *, skip_bad: bool = F
             if run.bad and not skip_bad:
                 raise _refusal(run.bad)
             if dry_run:
-                raise _Discard
-    except _Discard:
-        pass
+                raise discard
+    except AbortedError as exc:
+        if exc is not discard:
+            raise
     return ImportReport(format=fmt, records=len(recs), written=run.written, already_present=run.present,
                         by_kind=dict(sorted(run.by_kind.items())), bad=tuple(run.bad), dry_run=dry_run,
                         seq=0 if dry_run else store.writer.last_seq)
