@@ -117,6 +117,8 @@ def test_filters_user_session_and_as_of(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in one.splitlines()]
     assert {r["type"] for r in rows} == {"memlog.export", "session", "entry"}
     assert {r["id"] for r in rows if r["type"] == "entry"} == {ids["bo"], ids["tool"]}
+    missing = run(tmp_path / "a", "export", "--session", "sess-nope")
+    assert missing.exit_code == 3 and "E_SESSION_NOT_FOUND" in missing.stderr
     early = run(tmp_path / "a", "export", "--as-of", "@5").stdout
     assert ids["message"] in early and ids["decision"] not in early
 

@@ -135,13 +135,14 @@ def test_a_second_import_adds_nothing(tmp_path: Path, fmt: str) -> None:
     assert head(store) == before
 
 
-def broken_bmad(tmp_path: Path) -> Path:
-    """A bmad tree whose findings.jsonl line 2 is not JSON and whose
-    conversation line 3 has a role memlog refuses."""
+def broken_bmad(tmp_path: Path, unreadable: bool = True) -> Path:
+    """A bmad tree whose findings.jsonl line 2 is not JSON (unless not
+    ``unreadable``) and whose conversation line 3 has a role memlog refuses."""
     root = bmad_tree(tmp_path / "project")
     folder = root / ".bmad" / "memory" / "sessions" / SID
-    with (folder / "findings.jsonl").open("a") as f:
-        f.write('{"id": "finding-004", "description": "secret-finding-text\n')
+    if unreadable:
+        with (folder / "findings.jsonl").open("a") as f:
+            f.write('{"id": "finding-004", "description": "secret-finding-text\n')
     with (folder / "conversation.jsonl").open("a") as f:
         f.write(json.dumps({"id": "msg-002", "role": "wizard", "content": "secret-wizard-text",
                             "timestamp": "2026-01-11T10:06:00Z"}) + "\n")
@@ -152,11 +153,14 @@ def test_a_bad_record_writes_nothing_and_names_file_and_line(tmp_path: Path) -> 
     store = tmp_path / "store"
     imported(store, "aiteam", aiteam_tree(tmp_path / "earlier"))
     before = head(store)
-    result = run(store, "import", "bmad", str(broken_bmad(tmp_path)))
-    assert result.exit_code == 2
-    assert "[E_IMPORT_BAD_RECORD]" in result.stderr
-    assert f"sessions/{SID}/conversation.jsonl:3" in result.stderr
-    assert "secret" not in result.stderr and "wizard" not in result.stderr.replace("role", "")
+    result = run(store, "import", "bmad", str(broken_bmad(tmp_path / "1")))
+    assert result.exit_code == 2 and "[E_IMPORT_BAD_RECORD]" in result.stderr
+    assert f"sessions/{SID}/findings.jsonl:2: invalid JSON" in result.stderr  # refused as read
+    decided = run(store, "import", "bmad", str(broken_bmad(tmp_path / "2", unreadable=False)))
+    assert decided.exit_code == 2 and "[E_IMPORT_BAD_RECORD]" in decided.stderr
+    assert f"sessions/{SID}/conversation.jsonl:3: role must be one of" in decided.stderr  # refused as decided
+    for err in (result.stderr, decided.stderr):
+        assert "secret" not in err and "wizard" not in err
     assert head(store) == before
     with MemoryLog.open(store, create=False, embedder=None) as mem:
         assert [s.id for s in mem.sessions(archived=None)] == ["aiteam-bmad-master", "aiteam-dev"]
@@ -172,6 +176,16 @@ def test_skip_bad_writes_the_good_and_reports_the_bad(tmp_path: Path) -> None:
     text = CliRunner().invoke(cli, ["--dir", str(store), "import", "bmad", str(tmp_path / "project"),
                                     "--skip-bad"])
     assert "findings.jsonl:2" in text.stdout and "7 already present" in text.stdout
+
+
+def test_a_broken_snapshot_names_its_line(tmp_path: Path) -> None:
+    data = picobot_tree(tmp_path)
+    text = (data / "sessions.json").read_text().splitlines()
+    text[5] = text[5] + " oops"
+    (data / "sessions.json").write_text("\n".join(text))
+    result = run(tmp_path / "store", "import", "picobot", str(data))
+    assert result.exit_code == 2 and "sessions.json:6: invalid JSON" in result.stderr
+    assert (data / "sessions.json").is_file() and not (tmp_path / "store" / "log").exists()
 
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:

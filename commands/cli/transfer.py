@@ -19,7 +19,16 @@ import click
 
 from ..app import holds_store, load_settings
 from ..memory import MemoryLog
-from ..transfer import FORMATS, ImportReport, after_import, export_jsonl, export_markdown, ingest, read_source
+from ..transfer import (
+    FORMATS,
+    ImportReport,
+    after_import,
+    export_jsonl,
+    export_markdown,
+    ingest,
+    read_source,
+    refuse_unreadable,
+)
 from .base import Context, pass_context
 
 __all__ = ["export", "import_"]
@@ -34,6 +43,7 @@ __all__ = ["export", "import_"]
 def import_(ctx: Context, fmt: str, path: Path, dry_run: bool, skip_bad: bool) -> None:
     """Import memory from another format (ids derive from the source's: a second import adds nothing)."""
     recs = read_source(fmt, path)
+    refuse_unreadable(recs, skip_bad)  # before a store is opened (or created)
     with _store(ctx, dry_run) as mem, _bar(ctx, len(recs)) as progress:
         report = ingest(mem.store, fmt, recs, skip_bad=skip_bad, dry_run=dry_run, progress=progress)
     if not dry_run:

@@ -15,7 +15,7 @@ from eventstore import ImportRecordError, NotFoundError
 
 from . import aiteam, bmad, gimli, jsonl, picobot
 from .export import export_jsonl, export_markdown, exported
-from .ingest import BadRecord, ImportReport, ingest
+from .ingest import BadRecord, ImportReport, ingest, refuse_unreadable
 from .model import Record
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "exported",
     "ingest",
     "read_source",
+    "refuse_unreadable",
 ]
 
 FORMATS: dict[str, Callable[[Path], list[Record]]] = {

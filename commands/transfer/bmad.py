@@ -69,11 +69,11 @@ def _session(root: Path, folder: Path) -> list[Record]:
     if not manifest_path.is_file():
         out.append(Bad(origin, "manifest.json is missing"))
     else:
-        try:
-            manifest = load_json(manifest_path)
-        except ValueError as exc:
-            out.append(Bad(origin, str(exc)))
-        if not isinstance(manifest, dict):
+        manifest = load_json(manifest_path, origin.file)
+        if isinstance(manifest, Bad):
+            out.append(manifest)
+            manifest = {}
+        elif not isinstance(manifest, dict):
             out.append(Bad(origin, "the manifest must be a JSON object"))
             manifest = {}
     sid = session_id_for(FORMAT, manifest.get("session_id") or folder.name)
@@ -176,10 +176,9 @@ def _shared_preferences(root: Path, path: Path) -> list[Record]:
     ``user_id``, ``{"user_id": ..., "preferences": [...]}``, or a mapping of
     user ids to lists of preferences."""
     rel = _rel(root, path)
-    try:
-        doc = load_json(path)
-    except ValueError as exc:
-        return [Bad(Origin(rel, 0), str(exc))]
+    doc = load_json(path, rel)
+    if isinstance(doc, Bad):
+        return [doc]
     groups: list[tuple[object, object]] = []
     if isinstance(doc, list):
         groups = [(None, doc)]

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from eventstore import SHOWN_STATES, format_micros
+from eventstore import SHOWN_STATES, SessionNotFoundError, format_micros
 from projections import EntryView, SessionView
 
 from ..app.results import entry_result
@@ -50,6 +50,8 @@ def exported(store: Store, *, user_id: str | None = None, session_id: str | None
             "seq": store.log.head().seq if as_of is None else as_of,
             "user_id": user_id, "session_id": session_id}
     with store.read(as_of) as views:
+        if session_id is not None and views.session(session_id) is None:
+            raise SessionNotFoundError(f"session {session_id} not found")
         chosen = [v for v in views.sessions() if _keeps_session(v, user_id, session_id)]
         ids = {v.session_id for v in chosen}
         entries = [_entry(v) for v in views.entries_by_time()

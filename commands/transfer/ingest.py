@@ -46,7 +46,7 @@ from ..app.records import PROJECT_STREAM
 from ..app.store import Store
 from .model import Bad, EntryRec, MemoryRec, Record, SessionRec, event_id
 
-__all__ = ["BadRecord", "ImportReport", "ingest"]
+__all__ = ["BadRecord", "ImportReport", "ingest", "refuse_unreadable"]
 
 _DETAILS: dict[str, type[Details]] = {
     "message": MessageDetails, "decision": DecisionDetails, "finding": FindingDetails,
@@ -168,6 +168,14 @@ def ingest(store: Store, fmt: str, recs: Sequence[Record], *, skip_bad: bool = F
     return ImportReport(format=fmt, records=len(recs), written=run.written, already_present=run.present,
                         by_kind=dict(sorted(run.by_kind.items())), bad=tuple(run.bad), dry_run=dry_run,
                         seq=0 if dry_run else store.writer.last_seq)
+
+
+def refuse_unreadable(recs: Sequence[Record], skip_bad: bool = False) -> None:
+    """Refuse, before any store is opened, a source whose reader found bad records
+    (unless ``skip_bad``)."""
+    bad = [BadRecord(r.origin.file, r.origin.line, r.reason) for r in recs if isinstance(r, Bad)]
+    if bad and not skip_bad:
+        raise _refusal(bad)
 
 
 def _reason(message: str) -> str:

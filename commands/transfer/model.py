@@ -166,9 +166,9 @@ class Located(dict[str, Any]):
     line: int = 0
 
 
-def load_json(path: Path) -> Any:
-    """A JSON document whose objects are :class:`Located` (line numbers kept);
-    raises ValueError with the line of a syntax error."""
+def load_json(path: Path, rel: str) -> Any:
+    """A JSON document whose objects are :class:`Located` (line numbers kept),
+    or a :class:`Bad` record at the line of its syntax error."""
     text = path.read_text(encoding="utf-8")
     starts = [i for i, ch in enumerate(text) if ch == "\n"]
 
@@ -185,7 +185,7 @@ def load_json(path: Path) -> Any:
     try:
         return decoder.decode(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        return Bad(Origin(rel, exc.lineno), f"invalid JSON ({exc.msg})")
 
 
 def line_of(value: object, default: int = 0) -> int:

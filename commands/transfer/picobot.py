@@ -56,10 +56,9 @@ def read(path: Path) -> list[Record]:
     """Every session, message, summary and memory of the snapshot."""
     snapshot = snapshot_of(path)
     rel = snapshot.name
-    try:
-        doc = load_json(snapshot)
-    except ValueError as exc:
-        return [Bad(Origin(rel, 0), str(exc))]
+    doc = load_json(snapshot, rel)
+    if isinstance(doc, Bad):
+        return [doc]
     sessions: Any = doc
     memories: Any = []
     if isinstance(doc, dict) and ("sessions" in doc or "user_memories" in doc):
