@@ -45,7 +45,8 @@ def build(store: Path) -> dict[str, str]:
         mem.update_finding(ids["finding"], status="resolved")
         ids["task"] = mem.add_task(s1, content=f"Configure the {KEPT} pool")
         mem.complete_task(ids["task"])
-        ids["lesson"] = mem.record_lesson(s1, content="Always pool connections", tags=["perf"])
+        ids["lesson"] = mem.record_lesson(s1, content="Always pool connections; ask ops@example.com",
+                                          tags=["perf"])
         ids["handoff"] = mem.record_handoff(s1, content="Next: load test")
         ids["summary"] = mem.record_summary(s1, content="Chose PostgreSQL", derived_from=[ids["decision"]])
         ids["project"] = mem.set_project_context(None, content="Stack: Python 3.12")
@@ -94,6 +95,7 @@ def test_jsonl_round_trip_gives_the_same_show_and_search(tmp_path: Path) -> None
     assert after == before
     assert before["search"][KEPT] and before["sessions"]["sess-old"]["archived"]
     assert before["sessions"]["sess-bo"]["closed"]
+    assert before["show"][ids["lesson"]]["redactions"] == {"email": 1}
     again = run(tmp_path / "b", "--json", "import", "jsonl", str(exported))
     assert json.loads(again.stdout)["written"] == 0
 

@@ -41,7 +41,10 @@ __all__ = ["export", "import_"]
 @click.option("--skip-bad", is_flag=True, help="Write the good records; report the bad ones.")
 @pass_context
 def import_(ctx: Context, fmt: str, path: Path, dry_run: bool, skip_bad: bool) -> None:
-    """Import memory from another format (ids derive from the source's: a second import adds nothing)."""
+    """Import memory kept in FORMAT (bmad, picobot, aiteam, gimli, or memlog's own jsonl) from PATH.
+
+    Ids derive from the source's, so a second import adds nothing. Nothing is
+    written when a record is bad, unless --skip-bad."""
     recs = read_source(fmt, path)
     refuse_unreadable(recs, skip_bad)  # before a store is opened (or created)
     with _store(ctx, dry_run) as mem, _bar(ctx, len(recs)) as progress:
