@@ -69,7 +69,9 @@ def build(store: Path) -> dict[str, str]:
 
 
 def show_all(store: Path, ids: list[str]) -> dict[str, Any]:
-    with MemoryLog.open(store, create=False, embedder=None) as mem:
+    """What the round trip keeps: show, sessions, memories, and search (text,
+    and the default mode: hybrid when the shipped embedder is installed)."""
+    with MemoryLog.open(store, create=False) as mem:
         out = {}
         for item in ids:
             shown = msgspec.to_builtins(mem.show(item))
@@ -81,7 +83,9 @@ def show_all(store: Path, ids: list[str]) -> dict[str, Any]:
         searches = {q: [(h.id, h.content, h.snippet, h.type, h.session_id, h.tags)
                         for h in mem.search(q, record_access=False, source="both", mode="text", limit=50)]
                     for q in (KEPT, "PostgreSQL", "pool", "concise", "Lisbon", "flat white")}
-    return {"show": out, "sessions": sessions, "memories": memories, "search": searches}
+        default = {q: [(h.id, h.snippet) for h in mem.search(q, record_access=False, limit=20)]
+                   for q in ("database choice", "coffee order", KEPT)}
+    return {"show": out, "sessions": sessions, "memories": memories, "search": searches, "default": default}
 
 
 def test_jsonl_round_trip_gives_the_same_show_and_search(tmp_path: Path) -> None:
