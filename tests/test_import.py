@@ -66,6 +66,7 @@ def test_bmad_maps_seed_000_fields(tmp_path: Path) -> None:
         assert pref.user_id == "user-789" and pref.details["confidence"] == 0.9
         hits = mem.search("PostgreSQL", user_id="user-789", record_access=False)
         assert {h.type for h in hits} >= {"decision", "message"}
+        assert {h.actor for h in mem.history(decision.id)} == {"memlog/import:bmad"}
 
 
 def test_picobot_snapshot_is_imported_and_renamed(tmp_path: Path) -> None:

@@ -151,6 +151,7 @@ def ingest(store: Store, fmt: str, recs: Sequence[Record], *, skip_bad: bool = F
     ``dry_run``, none when a record is bad unless ``skip_bad``)."""
     run = _Run(store, fmt, recs)
     discard = AbortedError("dry run: nothing written")  # raised inside the batch, it drops it
+    actor, store.writer.actor = store.writer.actor, f"memlog/import:{fmt}"  # the importer is the actor
     try:
         with store.writer.batch():
             for rec in recs:
@@ -165,6 +166,8 @@ def ingest(store: Store, fmt: str, recs: Sequence[Record], *, skip_bad: bool = F
     except AbortedError as exc:
         if exc is not discard:
             raise
+    finally:
+        store.writer.actor = actor
     return ImportReport(format=fmt, records=len(recs), written=run.written, already_present=run.present,
                         by_kind=dict(sorted(run.by_kind.items())), bad=tuple(run.bad), dry_run=dry_run,
                         seq=0 if dry_run else store.writer.last_seq)
