@@ -137,3 +137,26 @@ def test_redacted_spans_are_not_exported(tmp_path: Path) -> None:
         mem.redact(entry, regex=r"555-0100", reason="phone", requested_by="ana")
     text = run(store, "export").stdout
     assert "555-0100" not in text and "tomorrow" in text
+
+
+def test_the_facade_exports_and_imports(tmp_path: Path) -> None:
+    ids = build(tmp_path / "a")
+    with MemoryLog.open(tmp_path / "a", embedder=None) as mem:
+        lines = list(mem.export("jsonl"))
+        markdown = "".join(mem.export("markdown", session_id=mem.show(ids["decision"]).session_id))
+    assert markdown.startswith("#")
+    (tmp_path / "out.jsonl").write_text("".join(lines))
+    with MemoryLog.open(tmp_path / "b", embedder=None) as mem:
+        report = mem.import_from("jsonl", tmp_path / "out.jsonl")
+        assert report.written > 0 and not report.bad
+        assert mem.import_from("jsonl", tmp_path / "out.jsonl").written == 0  # idempotent
+        assert mem.show(ids["decision"]).content is not None
+
+
+def test_an_export_file_is_private_and_never_inside_the_data_dir(tmp_path: Path) -> None:
+    build(tmp_path / "a")
+    inside = run(tmp_path / "a", "export", "--output", str(tmp_path / "a" / "dump.jsonl"))
+    assert inside.exit_code == 2 and "inside the data directory" in inside.output
+    assert not (tmp_path / "a" / "dump.jsonl").exists()
+    assert run(tmp_path / "a", "export", "--output", str(tmp_path / "dump.jsonl")).exit_code == 0
+    assert (tmp_path / "dump.jsonl").stat().st_mode & 0o777 == 0o600

@@ -10,12 +10,15 @@ even a store directory. A progress bar runs on stderr (not with ``--json``).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
+
+from eventstore import InvalidInputError
 
 from ..app import holds_store, load_settings
 from ..memory import MemoryLog
@@ -100,7 +103,13 @@ def _report_text(report: ImportReport) -> str:
 @pass_context
 def export(ctx: Context, fmt: str, user_id: str | None, session_id: str | None, as_of: str | None,
            output: Path | None) -> None:
-    """Export memory as JSONL (import it back with `memlog import jsonl`) or markdown."""
+    """Export memory as JSONL (import it back with `memlog import jsonl`) or markdown.
+
+    The file is created 0600. It may not lie inside the data directory: a later
+    deletion rewrites memlog's own files only and could not erase it there."""
+    if output is not None and output.resolve().is_relative_to(ctx.data_dir.resolve()):
+        raise InvalidInputError("--output lies inside the data directory, where a deletion could not "
+                                "erase it; write the export elsewhere")
     with ctx.reading() as mem:
         point = None if as_of is None else mem.log.resolve_point(as_of)
         write = export_jsonl if fmt == "jsonl" else export_markdown
@@ -109,6 +118,7 @@ def export(ctx: Context, fmt: str, user_id: str | None, session_id: str | None, 
             for line in lines:
                 click.echo(line, nl=False)
             return
-        with output.open("w", encoding="utf-8") as handle:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as handle:
             handle.writelines(lines)
     ctx.emit({"output": str(output)}, f"exported to {output}")
