@@ -5,8 +5,6 @@ own examples; idempotence, bad records (nothing written, ``file:line``),
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,6 @@ from commands.cli import cli
 from commands.transfer.model import derived_id
 
 from .transfer_trees import SECRET_EMAIL, SID, aiteam_tree, bmad_tree, gimli_tree, picobot_tree
-
-DOC = Path(__file__).resolve().parent.parent / "docs" / "integrations" / "transfer.md"
 
 
 def run(store: Path, *args: str) -> Result:
@@ -214,26 +210,3 @@ def test_ingest_redaction_applies_to_imports(tmp_path: Path) -> None:
     for file in store.rglob("*"):
         if file.is_file():
             assert SECRET_EMAIL.encode() not in file.read_bytes(), file
-
-
-def test_the_transfer_doc_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``$ memlog`` line of docs/integrations/transfer.md exits 0, in
-    order, in a directory holding the seed trees the doc names; then its
-    python blocks run."""
-    monkeypatch.chdir(tmp_path)
-    bmad_tree(tmp_path)
-    picobot_tree(tmp_path)
-    aiteam_tree(tmp_path)
-    gimli_tree(tmp_path / "home")
-    text = DOC.read_text()
-    lines = [ln for b in re.findall(r"```console\n(.*?)```", text, flags=re.S) for ln in b.splitlines()
-             if ln.startswith("$ memlog")]
-    assert len(lines) >= 6
-    for line in lines:
-        argv = shlex.split(line[2:])[1:]
-        result = CliRunner().invoke(cli, argv)
-        assert result.exit_code == 0, (line, result.stderr)
-    assert (tmp_path / "data" / "sessions.json.migrated").is_file() and (tmp_path / "memory.md").is_file()
-    scope: dict[str, object] = {}
-    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
-        exec(compile(block, str(DOC), "exec"), scope)

@@ -51,8 +51,6 @@ from memlog import MemoryLog
 from memlog.langgraph import MemlogStore
 from tests.conftest import scan_dir
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations" / "langgraph.md"
-
 # -- the differential test -----------------------------------------------------
 
 LABELS = st.sampled_from(["a", "b", "c"])
@@ -436,13 +434,3 @@ def test_memlog_imports_without_the_extra() -> None:
 
 
 # -- the doc ------------------------------------------------------------------------
-
-
-def test_doc_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The python blocks of docs/integrations/langgraph.md run in order in one directory."""
-    monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S)
-    assert len(blocks) >= 2
-    scope: dict[str, object] = {}
-    for block in blocks:
-        exec(compile(block, str(DOCS), "exec"), scope)
