@@ -50,7 +50,9 @@ __all__ = [
     "SessionCompacted",
     "SessionRestored",
     "SessionStarted",
+    "SessionSummarised",
     "SessionUpdated",
+    "SummaryResummarised",
     "TaskDetails",
 ]
 
@@ -335,6 +337,33 @@ class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     request_id: Id | None = None
 
 
+# -- compaction and summaries (issue 17) --
+
+class SessionSummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.summarised"):
+    """A session's oldest messages were summarised (seed 001): they stay in the
+    log and in search, and leave the context, where the summary stands for them."""
+
+    session_id: Id
+    summary_entry_id: Id
+    summarised_entry_ids: tuple[Id, ...]
+    policy: Label
+    tokens_before: Count = 0
+    tokens_after: Count = 0
+
+
+class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type",
+                          tag="summary.resummarised"):
+    """A summary deleted with one of its sources was written again from the
+    sources that remain (erasure follows derivation; the new summary is the
+    ``entry.recorded`` of ``summary_entry_id``)."""
+
+    summary_entry_id: Id
+    replaced_entry_id: Id
+    source_entry_ids: tuple[Id, ...]
+    session_id: Id | None = None
+    request_id: Id | None = None
+
+
 Event: TypeAlias = (
     SessionStarted
     | SessionUpdated
@@ -353,6 +382,9 @@ Event: TypeAlias = (
     | SessionCompacted
     | RetentionApplied
     | SessionClosed
+    # -- compaction and summaries (issue 17) --
+    | SessionSummarised
+    | SummaryResummarised
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -60,6 +60,8 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None) -> str
     target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
     store.writer.append(target, lambda: [entry], keeps_live=True)
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
+    if store.on_recorded is not None:  # -- compaction and summaries (issue 17) --
+        store.on_recorded(entry)
     return entry.entry_id
 
 
