@@ -100,3 +100,16 @@ def test_bench_embed_runs_and_prints_its_keys(tmp_path: Path) -> None:
     out = json.loads(result.stdout)
     assert {"recall_at_10", "recall_at_50", "sentences_per_s", "query_p50_ms"} <= set(out)
     assert out["questions"] == 4 and 0 <= out["recall_at_10"] <= 100
+
+
+# -- compaction and summaries (issue 17) --
+@pytest.mark.slow
+def test_bench_lifecycle_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_lifecycle on a tiny session: compact_10mb_s, its raw anchor and the check's overhead."""
+    args = ["--mb", "0.05", "--appends", "5", "--json"]
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_lifecycle.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    assert {"compact_10mb_s", "raw_anchor_s", "check_overhead_ratio", "check_us"} <= set(out)
+    assert out["removed"] > 0 and out["bytes_after"] < out["bytes_before"]

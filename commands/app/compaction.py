@@ -16,6 +16,11 @@ most relevant entries and folds the rest into one summary entry.
 - **Policy.** Entries are taken most relevant first (ties: the newer) and kept
   while they fit in ``compact_keep`` (80%) of the session's bytes; the others
   (at least 20% of the bytes) leave the session.
+- **Summariser input.** The summariser is given the removed entries' texts in
+  the session's order, at most ``summary_input_chars`` (256 KiB, about 64k
+  tokens: what an LLM's context holds) in all: over that, each text keeps its
+  beginning (people state the point first), the short ones whole and the
+  long ones cut to an equal share at a word boundary (:func:`fit_texts`).
 - **Events.** One append to the session's stream: the summary
   (``entry.recorded``, kind ``summary``, ``derived_from`` the removed ids, text
   from the :data:`~commands.app.summarise.Summariser`) and ``session.compacted``
@@ -41,8 +46,8 @@ from .store import Store
 from .summarise import Summariser, check_summary
 from .validate import check_id
 
-__all__ = ["ACTOR", "CompactionReport", "compact", "compact_session", "policy_of", "sessions_over",
-           "threshold_bytes"]
+__all__ = ["ACTOR", "CompactionReport", "compact", "compact_session", "fit_texts", "policy_of",
+           "sessions_over", "summarise_texts", "threshold_bytes"]
 
 ACTOR = "memlog/maintain"
 _RETRIES = 5
@@ -128,8 +133,8 @@ def compact_session(store: Store, summariser: Summariser, session_id: str,
             return report
         if store.read_only:
             raise ReadOnlyError("the store is open read-only; compaction appends to the log")
-        summary = store.entries.build("summary", check_summary(summariser(texts)), session_id=session_id,
-                                      derived_from=plan.removed)
+        text = summarise_texts(summariser, texts, settings.summary_input_chars)
+        summary = store.entries.build("summary", text, session_id=session_id, derived_from=plan.removed)
         after = plan.kept_bytes + len(summary.content.encode())
         event = SessionCompacted(session_id=session_id, policy=report.policy, removed_entry_ids=plan.removed,
                                  summary_entry_id=summary.entry_id, bytes_before=plan.bytes_before,
@@ -189,3 +194,26 @@ def _relevance(views: ViewReader, stored: StoredEntry, params: DecayParams, now:
 def _texts(views: ViewReader, ids: Sequence[str]) -> list[str]:
     """The removed entries' contents, in the session's order."""
     return [v.entry.content for v in views.entries(ids) if v is not None and v.entry is not None]
+
+
+def fit_texts(texts: Sequence[str], limit: int) -> list[str]:
+    """``texts`` within ``limit`` characters in all: unchanged when they fit,
+    else the short ones whole and the others cut to an equal share of what is
+    left, each keeping its beginning (cut at a word boundary)."""
+    if sum(len(t) for t in texts) <= limit:
+        return list(texts)
+    out = list(texts)
+    left = limit
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for done, i in enumerate(order):
+        share = left // (len(order) - done)
+        if len(out[i]) > share:
+            head = out[i][:share]
+            out[i] = head.rsplit(" ", 1)[0] if " " in head else head
+        left -= len(out[i])
+    return [t for t in out if t.strip()]
+
+
+def summarise_texts(summariser: Summariser, texts: Sequence[str], limit: int) -> str:
+    """The summariser's text for ``texts`` (fitted to ``limit`` characters), checked."""
+    return check_summary(summariser(fit_texts(texts, limit)))

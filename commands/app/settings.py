@@ -53,6 +53,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     summary_keep_messages: int = 10  # ... keeping the last 10 messages verbatim
     auto_summarise: bool = True  # check on every message
     resummarise_on_delete: bool = True  # a summary deleted with a source is written again
+    summary_input_chars: int = 256 * 1024  # the most a summariser is given (about 64k tokens)
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -120,6 +121,8 @@ def check_settings(settings: Settings) -> None:
         raise InvalidInputError("session_limit_bytes must be at least 1024")
     if not 0 < settings.compact_keep < settings.compact_at <= 1:
         raise InvalidInputError("compaction needs 0 < compact_keep < compact_at <= 1")
+    if settings.summary_input_chars < 1000:
+        raise InvalidInputError("summary_input_chars must be at least 1000")
     if settings.summary_threshold_tokens < 1 or settings.summary_keep_messages < 0:
         raise InvalidInputError("summary_threshold_tokens must be positive and "
                                 "summary_keep_messages not negative")

@@ -31,10 +31,10 @@ from eventstore import SHOWN_STATES, ConcurrencyError, ReadOnlyError, SessionNot
 from projections import EntryView, ViewReader
 
 from . import log as _log
-from .compaction import ACTOR
+from .compaction import ACTOR, summarise_texts
 from .settings import Settings
 from .store import Store
-from .summarise import Summariser, check_summary
+from .summarise import Summariser
 from .validate import check_id
 
 __all__ = ["SummaryReport", "pending_messages", "policy_of", "summarise_session", "tokens_of"]
@@ -108,8 +108,8 @@ def summarise_session(store: Store, summariser: Summariser, session_id: str,
             texts, sources = _sources(views, previous, chosen)
         if store.read_only:
             raise ReadOnlyError("the store is open read-only; summarising appends to the log")
-        summary = store.entries.build("summary", check_summary(summariser(texts)), session_id=sid,
-                                      derived_from=sources)
+        text = summarise_texts(summariser, texts, store.settings.summary_input_chars)
+        summary = store.entries.build("summary", text, session_id=sid, derived_from=sources)
         event = SessionSummarised(session_id=sid, summary_entry_id=summary.entry_id,
                                   summarised_entry_ids=report.summarised_ids, policy=report.policy,
                                   tokens_before=report.tokens_before, tokens_after=report.tokens_after)

@@ -34,12 +34,12 @@ from eventstore import ENTRY_KINDS, DeletionCriteria, EntryRecorded, SummaryResu
 from projections import ViewReader
 
 from . import log as _log
-from .compaction import ACTOR
+from .compaction import ACTOR, summarise_texts
 from .forgetting import delete as _delete
 from .results import DeletionReport
 from .selection import select
 from .store import Store
-from .summarise import Summariser, check_summary
+from .summarise import Summariser
 from .validate import check_choice, check_id, check_ids, check_labels, to_time
 
 __all__ = ["delete"]
@@ -109,7 +109,8 @@ def _resummarise(store: Store, summariser: Summariser, targets: list[_Target], d
         if not found:
             continue
         texts = [v.entry.content for v in found if v.entry is not None]
-        summary = store.entries.build("summary", check_summary(summariser(texts)), session_id=old.session_id,
+        text = summarise_texts(summariser, texts, store.settings.summary_input_chars)
+        summary = store.entries.build("summary", text, session_id=old.session_id,
                                       user_id=old.user_id, derived_from=[v.entry_id for v in found],
                                       occurred_at=old.occurred_at)
         event = SummaryResummarised(summary_entry_id=summary.entry_id, replaced_entry_id=old.entry_id,
