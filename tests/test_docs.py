@@ -48,3 +48,14 @@ def test_library_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     for block in code:
         exec(compile(block, "docs/library.md", "exec"), scope)
     assert os.path.isdir(tmp_path / "store")
+
+
+# -- compaction and summaries (issue 17) --
+def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python blocks of docs/lifecycle.md run in order in one directory."""
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    code = blocks("lifecycle.md", "python")
+    assert len(code) >= 5
+    for block in code:
+        exec(compile(block, "docs/lifecycle.md", "exec"), scope)
