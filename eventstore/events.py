@@ -340,8 +340,7 @@ class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
 # -- compaction and summaries (issue 17) --
 
 class SessionSummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.summarised"):
-    """A session's oldest messages were summarised (seed 001): they stay in the
-    log and in search, and leave the context, where the summary stands for them."""
+    """A session's oldest messages were summarised; the summary stands for them in the context."""
 
     session_id: Id
     summary_entry_id: Id
@@ -353,9 +352,7 @@ class SessionSummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type",
 
 class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type",
                           tag="summary.resummarised"):
-    """A summary deleted with one of its sources was written again from the
-    sources that remain (erasure follows derivation; the new summary is the
-    ``entry.recorded`` of ``summary_entry_id``)."""
+    """A summary deleted with one of its sources was written again from the sources that remain."""
 
     summary_entry_id: Id
     replaced_entry_id: Id

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from commands import MemoryLog
 from commands.app.scan import scan_tree
-from eventstore import EventLog, SessionSummarised, SummaryResummarised
+from eventstore import EventLog, ReadOnlyError, SessionSummarised, SummaryResummarised
 from projections import Projections
 
 from ..projections.history import History, steps
@@ -204,3 +204,22 @@ def test_summary_marks_as_of_equal_a_replay_until(tmp_path_factory: pytest.TempP
             assert _marks(proj, None, ids) == past
         finally:
             proj.close()
+
+
+def test_read_only_refuses_compaction_and_summaries(tmp_path: Path, run: Run, store: Path) -> None:
+    with MemoryLog.open(store, embedder=None, auto_summarise=False, auto_compact=False) as mem:
+        sid = mem.start_session()
+        for i in range(12):
+            _say(mem, sid, i)
+        head = mem.log.head().seq
+    with MemoryLog.open(store, embedder=None, read_only=True) as mem:
+        with pytest.raises(ReadOnlyError):
+            mem.summarise(sid, force=True)
+        with pytest.raises(ReadOnlyError):
+            mem.compact(sid)
+        assert mem.compact(sid, dry_run=True)[0].removed_ids  # a dry run only reads
+    for argv in (["summarise", sid, "--force"], ["compact", "--session", sid]):
+        code, _, err = run("--read-only", *argv)
+        assert code == 4 and "E_READ_ONLY" in err
+    with MemoryLog.open(store, embedder=None, read_only=True) as mem:
+        assert mem.log.head().seq == head
