@@ -14,9 +14,11 @@ changed) it is measured again from the views: the session's statistics, and
 its messages back to the first one already summarised. Inside a batch the
 check waits for the batch's end.
 
-A failure of the maintenance itself (a race lost five times, a summariser that
-returns nothing) never fails the write that triggered it: it is logged (ids and
-error code only) and the next write tries again.
+A failure of the maintenance's own making (a race lost five times, a
+summariser that returns nothing or too much, a session gone meanwhile) never
+fails the write that triggered it: it is logged (ids and error code only) and
+the next write tries again. A storage error (a full disk) is raised: the store
+needs attention, and the write itself did land.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eventstore import EntryRecorded, MemlogError
+from eventstore import ConflictError, EntryRecorded, InvalidInputError, NotFoundError
 
 from . import log as _log
 from .compaction import compact_session, threshold_bytes
@@ -41,6 +43,7 @@ class _Tally:
     version: int  # the session stream's version it counts up to
     bytes: int  # the session's content bytes
     chars: int  # characters of the messages not yet summarised
+    messages: int  # how many they are
 
 
 class LifecycleWatch:
@@ -76,30 +79,30 @@ class LifecycleWatch:
         version = self.store.log.stream_version(f"session:{sid}")
         tally = self._tallies.get(sid)
         if tally is not None and entry is not None and tally.version + 1 == version:
-            chars = len(entry.content) if entry.kind == "message" else 0
-            tally = _Tally(version, tally.bytes + len(entry.content.encode()), tally.chars + chars)
+            message = entry.kind == "message"
+            tally = _Tally(version, tally.bytes + len(entry.content.encode()),
+                           tally.chars + (len(entry.content) if message else 0), tally.messages + message)
         else:
             tally = self._measure(sid, version)
         self._tallies[sid] = tally
         if settings.auto_compact and tally.bytes >= threshold_bytes(settings):
             self._run(sid, lambda: compact_session(self.store, self.summariser, sid))
-        elif settings.auto_summarise and math.ceil(tally.chars / 4) > settings.summary_threshold_tokens:
+        elif settings.auto_summarise and math.ceil(tally.chars / 4) > settings.summary_threshold_tokens \
+                and tally.messages > settings.summary_keep_messages:
             self._run(sid, lambda: summarise_session(self.store, self.summariser, sid))
 
     def _measure(self, sid: str, version: int) -> _Tally:
         with self.store.read() as views:
             size = views.session_stats(sid).bytes
-            chars = 0
-            if self.store.settings.auto_summarise:
-                tail, _ = pending_messages(views, sid)
-                chars = sum(len(v.entry.content) for v in tail if v.entry is not None)
-        return _Tally(version, size, chars)
+            tail = pending_messages(views, sid)[0] if self.store.settings.auto_summarise else []
+        return _Tally(version, size, sum(len(v.entry.content) for v in tail if v.entry is not None),
+                      len(tail))
 
     def _run(self, sid: str, work: Callable[[], object]) -> None:
         self._busy = True
         try:
             work()
-        except MemlogError as exc:
+        except (ConflictError, InvalidInputError, NotFoundError) as exc:
             _log.info("life-cycle maintenance failed; the next write tries again", session_id=sid,
                       code=exc.code)
         finally:
