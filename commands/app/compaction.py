@@ -14,8 +14,9 @@ most relevant entries and folds the rest into one summary entry.
   importance, with the decay parameters in force; importance is the entry's
   own, else by kind (decisions first), raised by impact or severity.
 - **Policy.** Entries are taken most relevant first (ties: the newer) and kept
-  while they fit in ``compact_keep`` (80%) of the session's bytes; the others
-  (at least 20% of the bytes) leave the session.
+  while they fit in ``compact_keep`` (80%) of the session's bytes: the first
+  that does not fit and every less relevant one (at least 20% of the bytes)
+  leave the session.
 - **Summariser input.** The summariser is given the removed entries' texts in
   the session's order, at most ``summary_input_chars`` (256 KiB, about 64k
   tokens: what an LLM's context holds) in all: over that, each text keeps its
@@ -161,8 +162,8 @@ def _report(settings: Settings, session_id: str, plan: _Plan, dry_run: bool) -> 
 
 
 def _plan(views: ViewReader, settings: Settings, session_id: str, now: int) -> _Plan:
-    """Which entries stay: the most relevant first, while they fit in
-    ``compact_keep`` of the session's bytes (read without any content)."""
+    """Which entries stay: the most relevant, while they fit in ``compact_keep``
+    of the session's bytes (read without any content)."""
     stored = list(views.session_stored(session_id))
     total = sum(s.size for s in stored)
     params = views.decay_params()
@@ -171,12 +172,13 @@ def _plan(views: ViewReader, settings: Settings, session_id: str, now: int) -> _
                                            s.entry_id))
     budget = int(total * settings.compact_keep)
     kept_bytes = 0
-    gone: set[str] = set()
-    for entry in ranked:
-        if kept_bytes + entry.size <= budget:
-            kept_bytes += entry.size
-        else:
-            gone.add(entry.entry_id)
+    kept = 0
+    for entry in ranked:  # a prefix of the ranking: the first that does not fit ends it
+        if kept_bytes + entry.size > budget:
+            break
+        kept_bytes += entry.size
+        kept += 1
+    gone = {s.entry_id for s in ranked[kept:]}
     removed = tuple(s.entry_id for s in stored if s.entry_id in gone)
     return _Plan(total, kept_bytes, len(stored) - len(removed), removed)
 

@@ -135,3 +135,33 @@ def test_cli_compact(run: Run, store: Path) -> None:
     assert any(item["type"] == "session.compacted" for item in out)
     code, out, _ = run("compact")  # still over its threshold: compacts again from where it stopped
     assert all(s["bytes_before"] == report["bytes_after"] for s in out["sessions"])
+
+
+def test_deleting_a_compacted_source_erases_the_summary_and_writes_it_again(tmp_path: Path) -> None:
+    """Erasure follows derivation for compaction summaries too: the byte scan
+    finds neither the source's words nor the old summary's text; the new
+    summary names the other removed entries."""
+    secret = "zq" + "5e1f0c3b9a7d2e4f6a8c"
+    root = tmp_path / "m"
+    def verbatim(texts: Sequence[str]) -> str:  # every source's text, so the summary holds the secret
+        return " ".join(texts)
+
+    with MemoryLog.open(root, auto_compact=False, auto_summarise=False, summariser=verbatim) as mem:
+        sid = mem.start_session(user_id="alice")
+        first = mem.add_message(sid, role="user", occurred_at=T0,
+                                content=f"The vault passphrase hint is {secret} for the ledger keys.")
+        for i in range(1, 12):
+            mem.add_message(sid, role="user", content=_message(i), occurred_at=T0 + i * HOUR)
+        done = mem.compact(sid)[0]
+        assert first in done.removed_ids and done.summary_id
+        old_text = mem.show(done.summary_id).content
+        assert secret in old_text
+        report = mem.delete(ids=[first], reason="erasure request", requested_by="dpo")
+        assert done.summary_id in report.ids and report.verified
+        again = [h for h in mem.history(done.summary_id) if h.type == "summary.resummarised"]
+        assert again
+        new = mem.show(again[0].what.split(" as ")[1].split()[0])
+        assert set(new.derived_from) == set(done.removed_ids) - {first} and secret not in new.content
+    from commands.app.scan import scan_tree
+
+    assert scan_tree(root, [secret.encode(), old_text.encode()])[0] == {}
