@@ -35,6 +35,7 @@ from .app import (
     TranscriptPage,
     audit,
     build_context,
+    compaction,
     forgetting,
     health,
     load_settings,
@@ -44,8 +45,14 @@ from .app import (
     scope,
     search,
     sessions,
+    summaries,
+    summaries_erasure,
 )
+from .app.compaction import CompactionReport
+from .app.compaction_watch import LifecycleWatch
 from .app.settings import check_settings
+from .app.summaries import SummaryReport
+from .app.summarise import ExtractiveSummariser, Summariser
 from .app.validate import check_data_dir
 
 __all__ = ["MemoryLog"]
@@ -55,13 +62,16 @@ class MemoryLog:
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
-                 embedder: Embedder | Literal["default"] | None = "default", read_only: bool = False) -> None:
+                 embedder: Embedder | Literal["default"] | None = "default", read_only: bool = False,
+                 summariser: Summariser | None = None) -> None:
         """``embedder``: the model of semantic search (bring your own: see
         :class:`projections.embed.Embedder`); ``"default"`` is the shipped one
         when numpy is installed; None (or ``semantic=False``): text search only.
         ``read_only``: the store must exist; every write raises
         :class:`~eventstore.ReadOnlyError` (``E_READ_ONLY``) and writes nothing,
-        and reads record no accesses."""
+        and reads record no accesses.
+        ``summariser``: texts -> text, for every summary memlog writes (compaction,
+        session summaries, re-summaries); default :class:`~commands.app.ExtractiveSummariser`."""
         check_settings(settings)
         check_data_dir(data_dir, write=create and not read_only)
         self.store = Store(data_dir, settings, create=create, embedder=embedder, read_only=read_only)
@@ -73,17 +83,21 @@ class MemoryLog:
         except BaseException:
             self.store.close()
             raise
+        # -- compaction and summaries (issue 17): the check on write
+        self.summariser: Summariser = summariser or ExtractiveSummariser()
+        self.lifecycle = LifecycleWatch(self.store, self.summariser)
+        self.store.on_recorded = self.lifecycle.recorded
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
              create: bool = True, embedder: Embedder | Literal["default"] | None = "default",
-             read_only: bool = False, **overrides: Any) -> Self:
+             read_only: bool = False, summariser: Summariser | None = None, **overrides: Any) -> Self:
         """Open the store in directory ``path``, creating it unless ``create=False``
         (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`);
         ``read_only=True`` refuses every write with :class:`~eventstore.ReadOnlyError`."""
         data_dir = Path(path)
         return cls(data_dir, settings or load_settings(data_dir, overrides), create=create,
-                   embedder=embedder, read_only=read_only)
+                   embedder=embedder, read_only=read_only, summariser=summariser)
 
     @property
     def read_only(self) -> bool:
@@ -131,6 +145,7 @@ class MemoryLog:
         """Many writes in one transaction (for importers): all land or none."""
         with self.store.writer.batch():
             yield self
+        self.lifecycle.after_batch()
 
     # -- sessions -----------------------------------------------------------
 
@@ -320,15 +335,18 @@ class MemoryLog:
                user_id: str | None = None, kinds: Iterable[str] | None = None,
                tags: Iterable[str] | None = None, before: Any = None, after: Any = None,
                reason: str, requested_by: str, include_derived: bool = True,
-               defer: bool = False) -> DeletionReport:
+               defer: bool = False, resummarise: bool | None = None) -> DeletionReport:
         """Delete by ids, by session, by user, or by criteria; then purge (unless deferred).
 
         Entries derived from a deleted one (``derived_from``) go too, unless
-        ``include_derived=False``.
+        ``include_derived=False``; a summary that went with a source is written
+        again from the sources that remain unless ``resummarise=False`` (default:
+        the ``resummarise_on_delete`` setting; see :mod:`commands.app.summaries_erasure`).
         """
-        return forgetting.delete(self.store, ids=ids, session_id=session_id, user_id=user_id, kinds=kinds,
-                                 tags=tags, before=before, after=after, reason=reason,
-                                 requested_by=requested_by, include_derived=include_derived, defer=defer)
+        return summaries_erasure.delete(
+            self.store, self.summariser, resummarise=resummarise, ids=ids, session_id=session_id,
+            user_id=user_id, kinds=kinds, tags=tags, before=before, after=after, reason=reason,
+            requested_by=requested_by, include_derived=include_derived, defer=defer)
 
     def forget(self, user_id: str, key: str, requested_by: str | None = None) -> DeletionReport:
         """Forget a user memory by key, through the deletion pipeline (every saved version)."""
@@ -413,3 +431,19 @@ class MemoryLog:
     def pending_purges(self) -> dict[str, int]:
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""
         return purging.pending_purges(self.store)
+
+    # -- compaction and summaries (issue 17) -------------------------------
+
+    def compact(self, session_id: str | None = None, *, dry_run: bool = False) -> list[CompactionReport]:
+        """Compact one session now, or every session at or over 90% of its size
+        limit (seed 000; see :mod:`commands.app.compaction`)."""
+        return compaction.compact(self.store, self.summariser, session_id, dry_run)
+
+    def summarise(self, session_id: str, *, force: bool = False) -> SummaryReport:
+        """Summarise a session's oldest messages past the token threshold, keeping
+        the last ones (seed 001; ``force``: whatever the tokens; see :mod:`commands.app.summaries`)."""
+        return summaries.summarise_session(self.store, self.summariser, session_id, force)
+
+    def sessions_over_limit(self) -> list[tuple[str, int]]:
+        """(session id, bytes) of the sessions at or over their size limit."""
+        return compaction.sessions_over(self.store, self.settings.session_limit_bytes)

@@ -50,7 +50,9 @@ __all__ = [
     "SessionCompacted",
     "SessionRestored",
     "SessionStarted",
+    "SessionSummarised",
     "SessionUpdated",
+    "SummaryResummarised",
     "TaskDetails",
 ]
 
@@ -335,6 +337,30 @@ class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     request_id: Id | None = None
 
 
+# -- compaction and summaries (issue 17) --
+
+class SessionSummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.summarised"):
+    """A session's oldest messages were summarised; the summary stands for them in the context."""
+
+    session_id: Id
+    summary_entry_id: Id
+    summarised_entry_ids: tuple[Id, ...]
+    policy: Label
+    tokens_before: Count = 0
+    tokens_after: Count = 0
+
+
+class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type",
+                          tag="summary.resummarised"):
+    """A summary deleted with one of its sources was written again from the sources that remain."""
+
+    summary_entry_id: Id
+    replaced_entry_id: Id
+    source_entry_ids: tuple[Id, ...]
+    session_id: Id | None = None
+    request_id: Id | None = None
+
+
 Event: TypeAlias = (
     SessionStarted
     | SessionUpdated
@@ -353,6 +379,9 @@ Event: TypeAlias = (
     | SessionCompacted
     | RetentionApplied
     | SessionClosed
+    # -- compaction and summaries (issue 17) --
+    | SessionSummarised
+    | SummaryResummarised
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -77,3 +77,13 @@ def test_integrations_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         for block in re.findall(r"```python\n(.*?)```", section, flags=re.S):
             exec(compile(block, "docs/integrations.md", "exec"), scope)
     assert (tmp_path / "mcp-store").is_dir() and (tmp_path / "lg-store").is_dir()
+
+
+def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python blocks of docs/lifecycle.md run in order in one directory."""
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    code = blocks("lifecycle.md", "python")
+    assert len(code) >= 5
+    for block in code:
+        exec(compile(block, "docs/lifecycle.md", "exec"), scope)

@@ -35,7 +35,9 @@ from eventstore import (
     SessionCompacted,
     SessionRestored,
     SessionStarted,
+    SessionSummarised,
     SessionUpdated,
+    SummaryResummarised,
     entry_texts,
     format_micros,
     parse_time,
@@ -208,6 +210,20 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case SessionStarted() | SessionUpdated() | SessionArchived() | SessionRestored() | SessionClosed() \
                 if event.session_id == iid:
             return _item(rec, rec.type.split(".")[1])
+        # -- compaction and summaries (issue 17) --
+        case SessionCompacted() if iid == event.summary_entry_id:
+            return _item(rec, f"holds {len(event.removed_entry_ids)} entries compacted out of session "
+                              f"{event.session_id} ({event.bytes_before} -> {event.bytes_after} bytes)")
+        case SessionSummarised() if iid in (event.session_id, event.summary_entry_id) \
+                or iid in event.summarised_entry_ids:
+            return _item(rec, f"{len(event.summarised_entry_ids)} messages summarised into "
+                              f"{event.summary_entry_id} ({event.tokens_before} -> "
+                              f"{event.tokens_after} tokens)")
+        case SummaryResummarised() if iid in (event.summary_entry_id, event.replaced_entry_id,
+                                              event.session_id) or iid in event.source_entry_ids:
+            return _item(rec, f"summary {event.replaced_entry_id} written again as {event.summary_entry_id} "
+                              f"from {len(event.source_entry_ids)} remaining sources",
+                         request_id=event.request_id)
         case _:
             return None
     return None

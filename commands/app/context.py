@@ -4,7 +4,7 @@ Sections, in the order they are printed: project context, the user's memories
 and preferences, the latest handoff ("Last session"), relevant decisions and
 lessons (found by search), open tasks, the recovery snapshot of the previous
 session, the session summary (only when the history was cut), and recent
-messages.
+messages (without those a session summary stands for: :mod:`commands.app.summaries`).
 
 Everything is drawn from what the session's user may see
 (:func:`~commands.app.scope.session_scope`): the user's own sessions that are
@@ -40,7 +40,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from itertools import islice, takewhile
 
 from eventstore import InvalidInputError, SessionNotFoundError, now_micros
 from projections import EntryView, SearchQuery, SessionView, ViewReader
@@ -119,7 +119,10 @@ class _Gather:
                self._tasks(), messages]
         if not messages.items and self.previous is not None:
             out.append(self._recovery(self.previous))
-        if self.cut and (summary := self._own("summary", 1)):
+        summary = self._own("summary", 1)
+        # -- compaction and summaries (issue 17): history folded into a summary
+        # (compacted or summarised: its ``derived_from``) was cut too.
+        if summary and (self.cut or _folds(summary[0])):
             out.append(Section("summary", _TITLES["summary"], [_text(summary[0])]))
         return out
 
@@ -192,7 +195,11 @@ class _Gather:
     def _messages(self) -> Section:
         keep = self.store.settings.max_context_messages
         found = self._own("message", keep + 1)
-        self.cut = len(found) > keep
+        # -- compaction and summaries (issue 17): messages a session summary
+        # stands for leave the context (the newest summary shows instead).
+        shown = list(takewhile(lambda v: self.views.summarised_by(v.entry_id) is None, found))
+        self.cut = len(found) > keep or len(shown) < len(found)
+        found = shown
         return Section("messages", _TITLES["messages"], [_message(v) for v in found[:keep]],
                        chronological=True)
 
@@ -219,3 +226,8 @@ def _text(view: EntryView) -> str:
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def _folds(view: EntryView) -> bool:
+    """Whether a summary stands for entries (compaction, session summaries)."""
+    return view.entry is not None and bool(view.entry.derived_from)

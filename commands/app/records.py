@@ -63,6 +63,8 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     store.writer.append(target, lambda: [entry], keeps_live=True,
                         event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
+    if store.on_recorded is not None:  # -- compaction and summaries (issue 17) --
+        store.on_recorded(entry)
     return entry.entry_id
 
 

@@ -44,6 +44,16 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sync: bool = True
     default_actor: str = "memlog"
     semantic: bool = True  # vectors and hybrid search when an embedder is installed (numpy)
+    # -- compaction and summaries (issue 17) --
+    session_limit_bytes: int = 10 * 1024 * 1024  # seed 000: a session's live content bytes
+    compact_at: float = 0.9  # compact when a session reaches this share of its limit (9 MB)
+    compact_keep: float = 0.8  # keep the most relevant entries, up to this share of its bytes
+    auto_compact: bool = True  # check on every write to a session
+    summary_threshold_tokens: int = 8000  # seed 001: summarise past this many message tokens
+    summary_keep_messages: int = 10  # ... keeping the last 10 messages verbatim
+    auto_summarise: bool = True  # check on every message
+    resummarise_on_delete: bool = True  # a summary deleted with a source is written again
+    summary_input_chars: int = 256 * 1024  # the most a summariser is given (about 64k tokens)
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -106,3 +116,13 @@ def check_settings(settings: Settings) -> None:
         raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")
     for name, regex in settings.custom_redactions.items():
         compile_regex(name, regex)
+    # -- compaction and summaries (issue 17) --
+    if settings.session_limit_bytes < 1024:
+        raise InvalidInputError("session_limit_bytes must be at least 1024")
+    if not 0 < settings.compact_keep < settings.compact_at <= 1:
+        raise InvalidInputError("compaction needs 0 < compact_keep < compact_at <= 1")
+    if settings.summary_input_chars < 1000:
+        raise InvalidInputError("summary_input_chars must be at least 1000")
+    if settings.summary_threshold_tokens < 1 or settings.summary_keep_messages < 0:
+        raise InvalidInputError("summary_threshold_tokens must be positive and "
+                                "summary_keep_messages not negative")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from eventstore import EventLog, LogSettings, ReadOnlyError, StoreNotFoundError
+from eventstore import EntryRecorded, EventLog, LogSettings, ReadOnlyError, StoreNotFoundError
 from eventstore.storage import check_private_dir
 from projections import Embedder, Projections, ViewReader
 
@@ -78,6 +79,9 @@ class Store:
         self.writer = Writer(self.log, self.proj, settings.default_actor)
         # searches' accesses, batched; a read-only store records none
         self.access = AccessRecorder(self.log, settings.default_actor, enabled=not read_only)
+        # -- compaction and summaries (issue 17) --
+        # Called with every entry recorded through the use cases (the life cycle's check on write).
+        self.on_recorded: Callable[[EntryRecorded], None] | None = None
 
     def __enter__(self) -> Self:
         return self

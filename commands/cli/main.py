@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, health, integrate, privacy, read, sessions, transfer
+from . import admin, audit, entries, health, integrate, lifecycle, privacy, read, sessions, transfer
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -39,6 +39,7 @@ for _command in (
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
     admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
     integrate.mcp, transfer.import_, transfer.export,
+    lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
 ):
     cli.add_command(_command)
 

@@ -35,7 +35,9 @@ from eventstore import (
     SessionCompacted,
     SessionRestored,
     SessionStarted,
+    SessionSummarised,
     SessionUpdated,
+    SummaryResummarised,
 )
 
 from .._skips import Skipped
@@ -188,6 +190,11 @@ class ViewWriter:
                     self._ledger(request_id, lambda d: r.deletion_purged(d, rec, event))
             case SessionCompacted():
                 self._compacted(rec, event)
+            # -- compaction and summaries (issue 17) --
+            case SessionSummarised():
+                self._summarised(rec, event)
+            case SummaryResummarised():
+                self._resummarised(rec, event)
             case _:
                 pass
 
@@ -374,6 +381,26 @@ class ViewWriter:
         new: DeletionRecord = fn(_deletion(bytes(raw)))
         self.put(b"deletions", request_id.encode(), new)
         return new
+
+    # -- compaction and summaries (issue 17) --
+
+    def _summarised(self, rec: RecordedEvent, event: SessionSummarised) -> None:
+        """Mark each summarised entry with the summary that stands for it (ids only,
+        whatever became of the entries: a replay, where erased entries never
+        appear, writes the same marks)."""
+        value = _enc.encode(event.summary_entry_id)
+        for eid in dict.fromkeys(event.summarised_entry_ids):
+            self.txn.put(version_key(eid, rec.seq), value, db=self.dbs[b"summarised"])
+
+    def _resummarised(self, rec: RecordedEvent, event: SummaryResummarised) -> None:
+        """Entries the replaced summary stood for now point at the new one."""
+        db = self.dbs[b"summarised"]
+        old = _enc.encode(event.replaced_entry_id)
+        value = _enc.encode(event.summary_entry_id)
+        for eid in dict.fromkeys(event.source_entry_ids):
+            raw = latest_version(self.txn, db, eid, None)
+            if raw is not None and bytes(raw) == old:
+                self.txn.put(version_key(eid, rec.seq), value, db=db)
 
 
 def _rank(stored: StoredEntry) -> bytes:

@@ -342,3 +342,17 @@ class ViewReader:
     def skipped(self) -> list[Skipped]:
         """The events the views could not apply (seq, type, error class), oldest first."""
         return [_skipped(bytes(v)) for _, v in self.txn.cursor(db=self.dbs[b"skipped"])]
+
+    # -- compaction and summaries (issue 17) --
+
+    def summarised_by(self, entry_id: str) -> str | None:
+        """The id of the summary that stands for the entry in the context (seed
+        001's session summaries) as of ``as_of``; None when none does."""
+        raw = latest_version(self.txn, self.dbs[b"summarised"], entry_id, self.as_of)
+        return None if raw is None else str(msgspec.msgpack.decode(raw))
+
+    def session_stored(self, session_id: str, kinds: tuple[str, ...] = ()) -> Iterator[StoredEntry]:
+        """The stored (content-free) versions of a session's shown entries as of
+        ``as_of``, in ``occurred_at`` order: what compaction ranks without
+        reading any content."""
+        return self._session_stored(session_id, kinds, False)

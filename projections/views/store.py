@@ -21,7 +21,9 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
 - ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
 - ``deletions``: the deletion ledger; ``stats``: global counters;
 - ``skipped``: seq -> the events the views could not apply (:class:`~projections.Skipped`);
-- ``meta``: the checkpoint (last applied seq), written in the same transaction.
+- ``meta``: the checkpoint (last applied seq), written in the same transaction;
+- ``summarised``: temporal, entry id -> the id of the summary that stands for it
+  in the context (``session.summarised``, ``summary.resummarised``; ids only).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ VIEW_DBS = (
     b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
     b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
     b"deleted", b"by_seq", b"archived", b"by_hash", b"skipped",
+    # -- compaction and summaries (issue 17) --
+    b"summarised",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]

@@ -71,6 +71,13 @@ _overrides: dict[str, dict[str, Any]] = {
                               policy=st.dictionaries(st.sampled_from(ENTRY_KINDS),
                                                      st.integers(0, 999))),
     "entries.accessed": dict(entry_ids=st.lists(ids, min_size=1).map(tuple), at=micros),
+    # -- compaction and summaries (issue 17) --
+    "session.summarised": dict(session_id=ids, summary_entry_id=ids, policy=labels,
+                               summarised_entry_ids=st.lists(ids).map(tuple),
+                               tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
+    "summary.resummarised": dict(summary_entry_id=ids, replaced_entry_id=ids,
+                                 source_entry_ids=st.lists(ids).map(tuple), session_id=st.none() | ids,
+                                 request_id=st.none() | ids),
 }
 _id_fields = {"session_id": ids, "user_id": ids}
 

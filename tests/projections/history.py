@@ -27,7 +27,9 @@ from eventstore import (
     SessionCompacted,
     SessionRestored,
     SessionStarted,
+    SessionSummarised,
     SessionUpdated,
+    SummaryResummarised,
     TaskDetails,
 )
 from projections import Projections
@@ -53,6 +55,9 @@ steps = st.lists(
         st.tuples(st.just("close"), st.integers(0, 2)),
         st.tuples(st.just("retag"), st.integers(0, 2), st.sampled_from(WORDS)),
         st.tuples(st.just("catch_up")),
+        # -- compaction and summaries (issue 17) --
+        st.tuples(st.just("summarise"), st.integers(0, 2), st.integers(1, 3)),
+        st.tuples(st.just("resummarise"), st.integers(0, 30)),
     ),
     min_size=1, max_size=40,
 )
@@ -167,6 +172,39 @@ class History:
 
     def _catch_up(self) -> None:
         self.proj.catch_up(search=True)
+
+    # -- compaction and summaries (issue 17) --
+
+    def _summary(self, session: str, sources: tuple[str, ...]) -> EntryRecorded:
+        self.n += 1
+        return EntryRecorded(entry_id=f"sum{self.n}", kind="summary", content=f"summary {self.n} cache",
+                             occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000,
+                             session_id=session, derived_from=sources)
+
+    def _summarise(self, session: int, count: int) -> None:
+        sid = f"s{session}"
+        ids = tuple(e[0] for e in self.entries if e[3] == sid and e[0] not in self.erased
+                    and e[2] == "message")[:count]
+        if not ids:
+            return
+        summary = self._summary(sid, ids)
+        marked = SessionSummarised(session_id=sid, summary_entry_id=summary.entry_id,
+                                   summarised_entry_ids=ids, policy="test", tokens_before=9, tokens_after=3)
+        seq = self.log.append(f"session:{sid}", [summary, marked], actor="t").first_seq
+        self.entries.append((summary.entry_id, seq, "summary", sid))
+
+    def _resummarise(self, i: int) -> None:
+        summaries = [e for e in self.entries if e[2] == "summary"]
+        if not summaries:
+            return
+        old = summaries[i % len(summaries)]
+        sources = tuple(e[0] for e in self.entries if e[3] == old[3] and e[2] == "message"
+                        and e[0] not in self.erased)[:2]
+        summary = self._summary(old[3], sources)
+        again = SummaryResummarised(summary_entry_id=summary.entry_id, replaced_entry_id=old[0],
+                                    source_entry_ids=sources, session_id=old[3], request_id="r0")
+        seq = self.log.append(f"session:{old[3]}", [summary, again], actor="t").first_seq
+        self.entries.append((summary.entry_id, seq, "summary", old[3]))
 
 
 def _details(kind: str, n: int) -> TaskDetails | MessageDetails | None:
