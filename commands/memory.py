@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from eventstore import EntryChanges, EventLog, VerifyResult
+from eventstore import EntryChanges, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
 from .app import (
@@ -43,7 +43,10 @@ from .app import (
     search,
     sessions,
 )
+from .app.resources import declare as resource_declare
+from .app.resources.handle import ResourceHandle
 from .app.settings import check_settings
+from .app.summarise import Summariser
 from .app.validate import check_data_dir
 
 __all__ = ["MemoryLog"]
@@ -380,3 +383,21 @@ class MemoryLog:
     def pending_purges(self) -> dict[str, int]:
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""
         return purging.pending_purges(self.store)
+
+    # -- memory resources (issue 17) --
+
+    def declare_resource(self, spec: ResourceSpec | Mapping[str, Any]) -> ResourceSpec:
+        """Declare a token-managed memory resource (``resource.declared``; see
+        docs/resources.md); declaring an id again replaces its spec."""
+        return resource_declare.declare(self.store, spec)
+
+    def resources(self) -> list[ResourceSpec]:
+        """Every resource in force (``config.toml``'s and the declared ones), by id."""
+        return resource_declare.declared(self.store)
+
+    def resource(self, resource_id: str, *, user_id: str | None = None, session_id: str | None = None,
+                 agent_id: str | None = None, summariser: Summariser | None = None) -> ResourceHandle:
+        """The handle of one resource instance: the key template filled with these ids."""
+        return ResourceHandle(self.store, resource_id, user_id=user_id, session_id=session_id,
+                              agent_id=agent_id,
+                              summariser=summariser or getattr(self.store, "summariser", None))

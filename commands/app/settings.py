@@ -15,9 +15,10 @@ from typing import Any
 
 import msgspec
 
-from eventstore import InvalidInputError
+from eventstore import InvalidInputError, ResourceSpec
 
 from .redaction import PATTERNS, compile_regex
+from .resources.spec import check_specs
 
 __all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings"]
 
@@ -44,6 +45,10 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sync: bool = True
     default_actor: str = "memlog"
     semantic: bool = True  # vectors and hybrid search when an embedder is installed (numpy)
+    # -- memory resources (issue 17) --
+    # ``[[resources]]`` tables of config.toml (see docs/resources.md); a
+    # declaration by a call (``resource.declared``) replaces one of the same id.
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -106,3 +111,5 @@ def check_settings(settings: Settings) -> None:
         raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")
     for name, regex in settings.custom_redactions.items():
         compile_regex(name, regex)
+    # -- memory resources (issue 17) --
+    check_specs(settings.resources)

@@ -30,6 +30,12 @@ from eventstore import (
     MemorySaved,
     PurgeCompleted,
     RecordedEvent,
+    ResourceAppended,
+    ResourceDeclared,
+    ResourceEvicted,
+    ResourceFlushed,
+    ResourceReplaced,
+    ResourceTrimmed,
     SessionArchived,
     SessionClosed,
     SessionCompacted,
@@ -65,6 +71,7 @@ from .keys import (
     version_key,
     when_key,
 )
+from .resources import apply_resource  # -- memory resources (issue 17) --
 
 __all__ = ["ViewWriter"]
 
@@ -183,6 +190,10 @@ class ViewWriter:
                     self._ledger(request_id, lambda d: r.deletion_purged(d, rec, event))
             case SessionCompacted():
                 self._compacted(rec, event)
+            # -- memory resources (issue 17) --
+            case (ResourceDeclared() | ResourceAppended() | ResourceFlushed() | ResourceEvicted()
+                  | ResourceTrimmed() | ResourceReplaced()):
+                apply_resource(self.txn, self.dbs[b"resources"], rec, event)
             case _:
                 pass
 

@@ -21,6 +21,8 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
 - ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
 - ``deletions``: the deletion ledger; ``stats``: global counters;
 - ``skipped``: seq -> the events the views could not apply (:class:`~projections.Skipped`);
+- ``resources``: temporal; ``spec:<id>`` the declared spec, ``key:<key>`` a
+  resource instance's items (ids only), ``activity`` the last flush and eviction;
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
@@ -48,6 +50,8 @@ VIEW_DBS = (
     b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
     b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
     b"deleted", b"by_seq", b"archived", b"by_hash", b"skipped",
+    # -- memory resources (issue 17) --
+    b"resources",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]
