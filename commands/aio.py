@@ -48,7 +48,7 @@ class _Worker:
 def _on_worker(method: Callable[Concatenate[T, P], R], target: str
                ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
     """An async method that runs ``method`` on the object's ``target`` attribute, on its worker."""
-    async def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
         obj: T = getattr(self, target)
         worker: _Worker = self._worker
         return await worker.run(functools.partial(method, obj, *args, **kwargs))

@@ -86,15 +86,16 @@ def resource_flushed(prev: ResourceState | None, rec: RecordedEvent,
     gone = set(event.removed_entry_ids)
     summary = ResourceItem(event.summary_entry_id, event.block, rec.seq)
     items: list[ResourceItem] = []
+    placed = False
     for item in state.items:
         if item.entry_id in gone:
-            if summary is not None:
+            if not placed:
                 items.append(summary)
-                summary = None  # type: ignore[assignment]
+                placed = True
             continue
         if item.entry_id != event.summary_entry_id:
             items.append(item)
-    if summary is not None:
+    if not placed:
         items.insert(0, summary)
     return replace(state, items=tuple(items), changed_seq=rec.seq, flushes=state.flushes + 1)
 

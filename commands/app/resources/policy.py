@@ -10,7 +10,8 @@ The rules (seed 003):
    its limit, its least important block that holds 2 items or more. A flush
    folds the block's oldest ``flush_fraction`` of items (at least 2; none when
    the block holds fewer) into one summary item, through the summariser
-   (``resource.flushed``). At most one flush per change.
+   (``resource.flushed``). At most one flush per change; a ``flush_fraction``
+   of 0 turns flushing off.
 3. **Eviction.** A block over its budget loses its oldest items (reason
    ``block_budget``); then, while the resource is over its limit, the oldest
    item of its least important non-empty block goes (the largest priority
@@ -72,6 +73,8 @@ def _by_least_important(spec: ResourceSpec) -> list[str]:
 
 def plan_flush(items: Sequence[Item], spec: ResourceSpec) -> tuple[str, tuple[str, ...]] | None:
     """The block to flush and the ids of its oldest items to fold, or None."""
+    if spec.flush_fraction <= 0:
+        return None
     budgets = block_budgets(spec)
     order = _by_least_important(spec)
     per_block = {name: [i for i in items if i.block == name] for name in order}

@@ -120,7 +120,8 @@ def block_budgets(spec: ResourceSpec, total: int | None = None) -> dict[str, int
 
 def check_spec(spec: ResourceSpec) -> ResourceSpec:
     """Refuse a spec whose parts disagree: unknown key fields, duplicate blocks,
-    ratios over 1 in all, a default block that does not exist, a flush fraction of 0."""
+    ratios over 1 in all, a default block that does not exist, a flush threshold of 0
+    (a ``flush_fraction`` of 0 turns flushing off)."""
     key_fields(spec.key)
     names = [b.name for b in spec.blocks]
     if len(set(names)) != len(names):
@@ -129,8 +130,8 @@ def check_spec(spec: ResourceSpec) -> ResourceSpec:
         raise InvalidInputError(f"resource {spec.id}: the block ratios add up to more than 1")
     if spec.default_block is not None and spec.default_block not in [b.name for b in blocks_of(spec)]:
         raise InvalidInputError(f"resource {spec.id}: default_block {spec.default_block} is not a block")
-    if spec.flush_fraction <= 0 or spec.flush_threshold <= 0:
-        raise InvalidInputError(f"resource {spec.id}: flush_threshold and flush_fraction must be above 0")
+    if spec.flush_threshold <= 0:
+        raise InvalidInputError(f"resource {spec.id}: flush_threshold must be above 0")
     return spec
 
 
