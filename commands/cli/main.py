@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, privacy, read, sessions
+from . import admin, audit, entries, privacy, read, resources, sessions
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -38,6 +38,7 @@ for _command in (
     read.show, read.memories, read.search, read.context, read.stats,
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
     admin.replay, admin.decay, audit.audit, demo,
+    resources.resource,  # memory resources (issue 17)
 ):
     cli.add_command(_command)
 

@@ -273,3 +273,24 @@ def test_handle_delete_erases_everything_it_held(tmp_path: Path) -> None:
         report = pad.delete(reason="job done", requested_by="ops")
         assert report.deleted >= 6 and pad.read() == []
     assert not scan_tree(root, [secret.encode()])[0]
+
+
+# -- CLI -------------------------------------------------------------------------
+
+def test_cli_declare_append_read_trim_replace(run: Any) -> None:
+    assert run("init")[0] == 0
+    code, out, err = run("resource", "declare", "chat", "--key", "{user_id}:{session_id}", "--limit", "500",
+                         "--block", "system:0:0.1", "--block", "turns:2:0.7")
+    assert code == 0, err
+    ids = ["--user", "alice", "--session", "s1"]
+    first = run("resource", "append", "chat", *ids, "--content", "hello there")[1]["id"]
+    run("resource", "append", "chat", *ids, "--content", "be brief", "--role", "system", "--block", "system")
+    read = run("resource", "read", "chat", *ids)[1]
+    assert [m["content"] for m in read] == ["hello there", "be brief"] and read[0]["id"] == first
+    assert run("resource", "length", "chat", *ids)[1] == {"items": 2, "tokens": 5}
+    assert run("resource", "trim", "chat", *ids, "--items", "1")[1]["removed"] == 1
+    new = run("resource", "replace", "chat", *ids, "--content", "a", "--content", "b")[1]["ids"]
+    assert [m["id"] for m in run("resource", "read", "chat", *ids)[1]] == new
+    assert [s["id"] for s in run("resource", "list")[1]] == ["chat"]
+    code, _, err = run("resource", "read", "nope", "--user", "x")
+    assert code != 0 and err.startswith("Error:")
