@@ -279,7 +279,7 @@ def test_handle_delete_erases_everything_it_held(tmp_path: Path) -> None:
 
 def test_cli_declare_append_read_trim_replace(run: Any) -> None:
     assert run("init")[0] == 0
-    code, out, err = run("resource", "declare", "chat", "--key", "{user_id}:{session_id}", "--limit", "500",
+    code, _out, err = run("resource", "declare", "chat", "--key", "{user_id}:{session_id}", "--limit", "500",
                          "--block", "system:0:0.1", "--block", "turns:2:0.7")
     assert code == 0, err
     ids = ["--user", "alice", "--session", "s1"]
