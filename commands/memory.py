@@ -35,6 +35,7 @@ from .app import (
     audit,
     build_context,
     forgetting,
+    health,
     load_settings,
     maintenance,
     purging,
@@ -379,6 +380,15 @@ class MemoryLog:
         """Event count, head seq, counts by kind, sizes on disk, checkpoints, and
         the purges that wait (deferred) or run in another process."""
         return {**maintenance.stats(self.store), "purges": self.pending_purges()}
+
+    def health(self, tail: int = health.TAIL) -> dict[str, Any]:
+        """The store's health report: head, tail verify, lag, sizes, the last
+        purge, compaction and flush, pending work (never content)."""
+        return health.health(self.store, tail)
+
+    def metrics(self) -> str:
+        """Prometheus text: the store's counts, sizes and lag, this process's latencies."""
+        return health.metrics_text(self.store)
 
     def pending_purges(self) -> dict[str, int]:
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""

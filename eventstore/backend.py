@@ -95,6 +95,10 @@ class LogBackend(Protocol):
         """Walk the chain and check every stored byte."""
         ...
 
+    def verify_tail(self, count: int) -> VerifyResult:
+        """Check the last ``count`` records as :meth:`verify` checks every one."""
+        ...
+
     def purge(self, timeout: float) -> PurgeReport:
         """Rewrite storage so that erased payloads leave no bytes behind."""
         ...

@@ -196,6 +196,13 @@ class EventLog:
         """Walk the chain; ``ok`` is False with ``first_bad_seq`` on tampering."""
         return self.backend.verify()
 
+    def verify_tail(self, count: int = 1000) -> VerifyResult:
+        """Check the last ``count`` records only (chain links, commitments,
+        erasures, the head): a check cheap at any size, for health reports."""
+        if type(count) is not int or count < 1:
+            raise InvalidInputError("count must be a positive integer")
+        return self.backend.verify_tail(count)
+
     # -- validation -------------------------------------------------------
 
     def _prepare(self, req: AppendRequest) -> PreparedAppend:

@@ -34,7 +34,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 3: by_seq values carry ranking inputs (kind, importance, occurred_at) before the id.
 # 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
 # 5: search shards stem (en_stem) and hold `dl`, `absent` and memory documents; the vectors projection.
-LAYOUT = "5"
+# 6: the views' counters hold the last seq of each event type (``last:<type>``).
+LAYOUT = "6"
 
 
 class ProjectionDir:

@@ -17,7 +17,7 @@ Each use case is a function that takes the store first:
 Nothing here imports the facade or the CLI.
 """
 
-from . import audit, forgetting, maintenance, purging, records, scope, search, sessions
+from . import audit, forgetting, health, maintenance, purging, records, scope, search, sessions
 from .audit import HistoryItem, PointInTime
 from .context import DROP_ORDER, build_context, chars_over_four
 from .records import MemoryPage
@@ -60,6 +60,7 @@ __all__ = [
     "build_context",
     "chars_over_four",
     "forgetting",
+    "health",
     "holds_store",
     "load_settings",
     "maintenance",

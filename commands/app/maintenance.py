@@ -15,7 +15,9 @@ from projections import DecayParams
 from .store import Store
 from .validate import check_choice, check_rates, check_unit, to_time
 
-__all__ = ["PROJECTIONS", "apply_decay", "decay_params", "params_dict", "replay", "stats", "verify"]
+__all__ = [
+    "PROJECTIONS", "apply_decay", "decay_params", "dir_size", "params_dict", "replay", "stats", "verify",
+]
 
 PROJECTIONS = ("views", "search", "vectors")
 
@@ -90,8 +92,8 @@ def stats(store: Store) -> dict[str, Any]:
         checkpoint = views.checkpoint()
     skipped = [msgspec.to_builtins(s) for s in store.proj.skipped()]
     assert store.proj.search_index is not None
-    sizes = {name: _dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
-    sizes["log"] = _dir_size(store.data_dir / "log")
+    sizes = {name: dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
+    sizes["log"] = dir_size(store.data_dir / "log")
     checkpoints = {"views": checkpoint, "search": store.proj.search_index.checkpoint()}
     return {
         "events": head.seq, "head_seq": head.seq, "head_hash": head.hash,
@@ -116,5 +118,6 @@ def _vector_stats(store: Store, checkpoints: dict[str, int]) -> dict[str, Any] |
     return {"name": embedder.name, "dim": embedder.dim, "vectors": 0 if vectors is None else len(vectors)}
 
 
-def _dir_size(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes of the files under ``path`` (0 when it does not exist)."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0

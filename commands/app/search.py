@@ -18,6 +18,7 @@ from eventstore import (
 )
 from projections import MemoryView, Ranked, Scope, SearchQuery, ViewReader
 
+from .metrics import METRICS
 from .results import SearchResult
 from .store import Store
 from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
@@ -80,7 +81,9 @@ def search(store: Store, query: SearchQuery, record_access: bool | None = None) 
     """Search now; notes the access unless switched off. The access is appended
     later, in a batch (``entries.accessed``, see :mod:`.access`): a search never
     waits for a durable write."""
-    results = find(store, query)
+    with METRICS.timed("search"):
+        results = find(store, query)
+    METRICS.add("searches")
     if results and (store.settings.record_access if record_access is None else record_access):
         store.access.record(r.id for r in results if r.type != MEMORY_DOC_KIND)
     return results

@@ -20,6 +20,7 @@ from eventstore import (
 from projections import Projections
 
 from . import log as _log
+from .metrics import METRICS
 from .validate import check_id
 
 __all__ = ["Writer"]
@@ -75,7 +76,9 @@ class Writer:
             version = self.log.stream_version(stream)
             events = decide()
             try:
-                result = self.log.append(stream, events, actor=who, expected_version=version)
+                with METRICS.timed("append"):
+                    result = self.log.append(stream, events, actor=who, expected_version=version)
+                METRICS.add("appends")
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:
                     raise
@@ -102,7 +105,9 @@ class Writer:
         try:
             yield
             if self._batch:
-                results = self.log.append_many(self._batch)
+                with METRICS.timed("append"):
+                    results = self.log.append_many(self._batch)
+                METRICS.add("appends")
                 self.last_seq = results[-1].last_seq
                 for stream, before in self._batch_live.items():
                     if before >= 0:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, privacy, read, resources, sessions
+from . import admin, audit, entries, health, integrate, privacy, read, resources, sessions
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -37,7 +37,8 @@ for _command in (
     admin.init, sessions.session, entries.add, entries.task, entries.remember, entries.forget,
     read.show, read.memories, read.search, read.context, read.stats,
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
-    admin.replay, admin.decay, audit.audit, demo,
+    admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
+    integrate.mcp,
     resources.resource,  # memory resources (issue 17)
 ):
     cli.add_command(_command)

@@ -27,7 +27,7 @@ from .logenv import (
 from .purge import purge_log
 from .read import Snapshot, get_record, header_at, payloads_at, scan_range, scan_stream
 from .segments import DEFAULT_SPAN, SegmentReads
-from .verify import verify_log
+from .verify import verify_log, verify_tail
 from .write import TxnWriter
 
 __all__ = ["LmdbBackend"]
@@ -203,6 +203,11 @@ class LmdbBackend:
         # deleted a payload the walk then missed: a failure is confirmed by a
         # second walk, which sees that tombstone.
         return self._read(verify_log)
+
+    def verify_tail(self, count: int) -> VerifyResult:
+        """Check the last ``count`` records (confirmed by a second look, as ``verify``)."""
+        result = self._read(lambda snap: verify_tail(snap, count))
+        return result if result.ok else self._read(lambda snap: verify_tail(snap, count))
 
     def purge(self, timeout: float) -> PurgeReport:
         """Rewrite the payload segments that held erased payloads (compacting

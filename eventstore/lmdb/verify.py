@@ -39,12 +39,12 @@ import msgspec
 from ..chain import GENESIS, HASH_SIZE
 from ..envelope import Header, VerifyResult
 from ..errors import CorruptionError
-from .layout import ERASING, HEADERS, META, HeadState, read_head_state, read_int_set, seq_of_key
+from .layout import ERASING, HEADERS, META, HeadState, read_head_state, read_int_set, seq_key, seq_of_key
 from .read import Snapshot
 from .segments import MARK
 from .verify_index import IndexCheck, Problems
 
-__all__ = ["verify_log"]
+__all__ = ["verify_log", "verify_tail"]
 
 _PREFIX = 2 * HASH_SIZE
 Buffer = bytes | memoryview  # read buffers stay valid for the whole walk
@@ -189,6 +189,46 @@ def verify_log(snap: Snapshot) -> VerifyResult:
         ok=walk.bad_seq is None, events=walk.events, head=walk.events,
         first_bad_seq=walk.bad_seq, problem=walk.problem, erased=len(walk.missing),
     )
+
+
+def verify_tail(snap: Snapshot, count: int) -> VerifyResult:
+    """Check the last ``count`` records the way :func:`verify_log` checks every
+    one: each links to the stored chain hash of the record before it, each
+    payload matches its commitment, a missing payload is erased, and the head
+    matches the last record. ``events`` is how many records were checked.
+    Cheap at any log size (a health check); the whole walk stays ``verify``."""
+    walk = _Walk()
+    head = read_head_state(snap.txn, snap.dbs[META])
+    first = max(1, head.seq - count + 1)
+    walk.events = first - 1
+    if first > 1:
+        before = snap.txn.get(seq_key(first - 1), db=snap.dbs[HEADERS])
+        if before is None:
+            walk.fail(first - 1, f"event {first - 1} is missing from the log")
+        else:
+            walk.previous = bytes(before[:HASH_SIZE])
+    erasing = read_int_set(snap.txn, snap.dbs[META], ERASING)
+    erased = snap.erased_between(first, head.seq)
+    cursor = snap.txn.cursor(db=snap.dbs[HEADERS])
+    if head.seq and cursor.set_key(seq_key(first)):
+        for hkey, hval in cursor.iternext():
+            seq = seq_of_key(hkey)
+            if seq != walk.events + 1:
+                walk.fail(walk.events + 1, f"event {walk.events + 1} is missing from the log")
+                break
+            payload = snap.segs.get(seq)
+            if payload is not None and seq in erased:
+                if seq not in erasing:
+                    walk.fail(seq, f"the payload of erased seq {seq} is still stored")
+                payload = None
+            walk.step(seq, hval, payload)
+    for seq in walk.missing:
+        if seq not in erased:
+            walk.fail(seq, f"the payload of seq {seq} was removed without a tombstone")
+            break
+    _check_tail(walk, head)
+    return VerifyResult(ok=walk.bad_seq is None, events=walk.events - first + 1, head=walk.events,
+                        first_bad_seq=walk.bad_seq, problem=walk.problem, erased=len(walk.missing))
 
 
 def _check_missing(walk: _Walk) -> None:

@@ -93,6 +93,7 @@ class ViewWriter:
         self.session_stats: dict[str, SessionStats] = {}
         self.recompute: set[str] = set()
         self.counters: dict[str, int] = {}
+        self.last_seen: dict[str, int] = {}  # event type -> the last seq of that type
 
     # -- plumbing -----------------------------------------------------------
 
@@ -133,6 +134,8 @@ class ViewWriter:
             else:  # no entries is the same as never having had any, as in a replay
                 self.txn.delete(sid.encode(), db=self.dbs[b"session_stats"])
         db = self.dbs[b"stats"]
+        for kind, seq in self.last_seen.items():
+            self.txn.put(f"last:{kind}".encode(), u64(seq), db=db)
         for name, delta in self.counters.items():
             raw = self.txn.get(name.encode(), db=db)
             total = (0 if raw is None else unpack_u64(raw)) + delta
@@ -145,6 +148,7 @@ class ViewWriter:
         """Record an event the reducers could not apply (it still counts as an event)."""
         self.count("events")
         self.count(f"type:{rec.type}")
+        self.last_seen[rec.type] = rec.seq
         self.put(b"skipped", u64(rec.seq), skip)
 
     # -- dispatch -----------------------------------------------------------
@@ -153,6 +157,7 @@ class ViewWriter:
         """Apply one record (erased payloads only count)."""
         self.count("events")
         self.count(f"type:{rec.type}")
+        self.last_seen[rec.type] = rec.seq
         event = rec.event
         match event:
             case EntryRecorded():

@@ -342,7 +342,8 @@ class ViewReader:
         return sorted(records, key=lambda d: d.requested_seq)
 
     def counters(self) -> dict[str, int]:
-        """Global counters: events, events by type, entries by kind."""
+        """Global counters: events, events by type (``type:T``), entries by kind
+        (``kind:K``), and the last seq of each event type (``last:T``)."""
         return {bytes(k).decode(): unpack_u64(v) for k, v in self.txn.cursor(db=self.dbs[b"stats"])}
 
     def skipped(self) -> list[Skipped]:

@@ -1,0 +1,128 @@
+"""The write tools: remember, forget, record, complete_task, start_session,
+close_session and delete.
+
+A read-only server registers none of them and refuses a call to any with
+``E_READ_ONLY`` (:mod:`commands.mcp.server`). Each names only the user's own
+sessions, entries and memories (:class:`~commands.mcp.scope.Guard`); the
+server's agent, when given, is the agent of what it records. Deletions and
+forgetting go through the privacy pipeline (tombstone, purge, verification),
+requested by the server's actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from eventstore import AbortedError, FindingStatus, InvalidInputError, Level, Role
+
+from ..memory import MemoryLog
+from .results import DeletionOut, SessionOut, WrittenOut, deletion_out, session_out
+from .scope import Guard, ServerScope
+
+__all__ = ["KIND_FIELDS", "WRITE_TOOLS", "RecordKind", "WriteTools"]
+
+RecordKind = Literal["message", "decision", "finding", "lesson", "task", "handoff"]
+
+# The fields each kind takes beyond session_id, kind, content, tags, occurred_at and agent_id.
+KIND_FIELDS: dict[str, frozenset[str]] = {
+    "message": frozenset({"role", "topic", "tool_call_id"}),
+    "decision": frozenset({"rationale", "alternatives", "impact", "approved_by"}),
+    "finding": frozenset({"severity", "category", "evidence", "recommendation", "status"}),
+    "lesson": frozenset(), "task": frozenset(), "handoff": frozenset(),
+}
+
+WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
+                         "close_session", "delete"})
+
+
+class WriteTools:
+    """The tools that write, for the server's user (or, unscoped, a named one)."""
+
+    def __init__(self, mem: MemoryLog, scope: ServerScope) -> None:
+        self.mem = mem
+        self.scope = scope
+        self.guard = Guard(mem, scope)
+
+    def _written(self, item_id: str) -> WrittenOut:
+        return {"id": item_id, "seq": self.mem.last_seq}
+
+    def remember(self, key: str, content: str, user_id: str | None = None) -> WrittenOut:
+        """Remember content for the user under a key (replacing an earlier one);
+        returns the memory's id."""
+        return self._written(self.mem.remember(self.guard.user(user_id), key, content))
+
+    def forget(self, key: str, user_id: str | None = None) -> DeletionOut:
+        """Forget the user's memory under a key, for good: every saved version
+        is erased from every file (the purge is verified)."""
+        return deletion_out(self.mem.forget(self.guard.user(user_id), key, requested_by=self.scope.actor))
+
+    def record(self, session_id: str, kind: RecordKind, content: str, role: Role | None = None,
+               topic: str | None = None, tool_call_id: str | None = None, rationale: str | None = None,
+               alternatives: list[str] | None = None, impact: Level | None = None,
+               approved_by: list[str] | None = None, severity: Level | None = None,
+               category: str | None = None, evidence: str | None = None,
+               recommendation: str | None = None, status: FindingStatus | None = None,
+               tags: list[str] | None = None, occurred_at: str | None = None,
+               agent_id: str | None = None) -> WrittenOut:
+        """Record an entry in one of the user's sessions: a message (role needed;
+        topic, tool_call_id), a decision (content is what was decided; rationale,
+        alternatives, impact, approved_by), a finding (content is the description;
+        severity, category, evidence, recommendation, status), a lesson, a task
+        or a handoff. Fields of another kind are refused."""
+        fields = {"role": role, "topic": topic, "tool_call_id": tool_call_id, "rationale": rationale,
+                  "alternatives": alternatives, "impact": impact, "approved_by": approved_by,
+                  "severity": severity, "category": category, "evidence": evidence,
+                  "recommendation": recommendation, "status": status}
+        given = {k: v for k, v in fields.items() if v is not None}
+        wrong = sorted(set(given) - KIND_FIELDS[kind])
+        if wrong:
+            raise InvalidInputError(f"a {kind} takes no {', '.join(wrong)}")
+        sid = self.guard.session(session_id).id
+        common: dict[str, Any] = {"tags": tags or (), "occurred_at": occurred_at}
+        agent = self.scope.agent or agent_id
+        return self._written(self._record(sid, kind, content, given, common, agent))
+
+    def _record(self, sid: str, kind: str, content: str, given: dict[str, Any], common: dict[str, Any],
+                agent: str | None) -> str:
+        mem = self.mem
+        if kind == "message":
+            if "role" not in given:
+                raise InvalidInputError("a message needs a role (user, assistant, system or tool)")
+            return mem.add_message(sid, content=content, agent_id=agent, **given, **common)
+        if kind == "decision":
+            return mem.record_decision(sid, decision=content, made_by=agent, **given, **common)
+        if kind == "finding":
+            return mem.record_finding(sid, description=content, agent_id=agent, **given, **common)
+        method = {"lesson": mem.record_lesson, "task": mem.add_task, "handoff": mem.record_handoff}[kind]
+        return method(sid, content=content, agent_id=agent, **common)
+
+    def complete_task(self, task_id: str, done: bool = True) -> WrittenOut:
+        """Mark one of the user's tasks done (done=false opens it again)."""
+        self.guard.item(task_id, write=True)
+        self.mem.complete_task(task_id, done=done)
+        return self._written(task_id)
+
+    def start_session(self, agent_ids: list[str] | None = None, tags: list[str] | None = None,
+                      metadata: dict[str, str] | None = None, channel: str | None = None,
+                      user_id: str | None = None) -> SessionOut:
+        """Start a session for the user (the server's agent takes part in it)."""
+        agents = list(dict.fromkeys([*([self.scope.agent] if self.scope.agent else []), *(agent_ids or [])]))
+        sid = self.mem.start_session(user_id=self.guard.user(user_id), agent_ids=agents, tags=tags or (),
+                                     metadata=metadata, channel=channel)
+        return session_out(self.mem.session(sid))
+
+    def close_session(self, session_id: str, reason: str | None = None) -> SessionOut:
+        """Close one of the user's sessions: it takes no new entries and stays readable."""
+        sid = self.guard.session(session_id).id
+        self.mem.close_session(sid, reason)
+        return session_out(self.mem.session(sid))
+
+    def delete(self, ids: list[str], reason: str, confirm: bool = False) -> DeletionOut:
+        """Delete the user's entries or memories by id, for good (tombstone,
+        then every byte erased from every file). Needs a reason and
+        confirm=true; without confirm nothing is written."""
+        if confirm is not True:
+            raise AbortedError("delete needs confirm=true; nothing was deleted")
+        for item_id in ids:
+            self.guard.item(item_id, write=True)
+        return deletion_out(self.mem.delete(ids=ids, reason=reason, requested_by=self.scope.actor))
