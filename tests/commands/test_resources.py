@@ -294,3 +294,23 @@ def test_cli_declare_append_read_trim_replace(run: Any) -> None:
     assert [s["id"] for s in run("resource", "list")[1]] == ["chat"]
     code, _, err = run("resource", "read", "nope", "--user", "x")
     assert code != 0 and err.startswith("Error:")
+
+
+def test_health_and_metrics_report_flushes_and_evictions_without_content(mem: MemoryLog) -> None:
+    secret = marker()
+    mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 100,
+                          "blocks": [{"name": "pin", "priority": 0}, {"name": "turns", "priority": 2}]})
+    chat = mem.resource("chat", user_id="alice")
+    for i in range(12):
+        chat.append(f"Turn {i} mentions {secret} and the slow ledger query.")
+    chat.append(text_of(90), block="pin")  # over the limit: turns are evicted by priority
+    report = mem.health()
+    assert report["last"]["flush"] is not None
+    text = mem.metrics()
+    flushes = next(ln for ln in text.splitlines() if ln.startswith("memlog_flushes_total"))
+    evictions = next(ln for ln in text.splitlines() if ln.startswith("memlog_evictions_total"))
+    assert float(flushes.split()[-1]) >= 1 and float(evictions.split()[-1]) >= 1
+    assert secret not in str(report) and secret not in text
+    with mem.store.read() as views:
+        act = views.resource_activity()
+    assert act.flushes >= 1 and act.evictions >= 1 and act.last_flush_seq is not None
