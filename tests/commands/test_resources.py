@@ -114,7 +114,7 @@ def test_append_read_length_tokens_trim_replace(mem: MemoryLog) -> None:
     assert [m.id for m in chat.read()] == new and chat.length() == 2
     assert types_of(mem).count("resource.trimmed") == 2 and "resource.replaced" in types_of(mem)
     shown = mem.show(new[0])
-    assert shown.user_id == "alice" and "resource:chat" in shown.tags
+    assert shown.user_id == "alice" and list(shown.tags) == ["resource:chat", "block:default"]
 
 
 def test_flushes_at_its_threshold_into_a_summary_with_derived_from(mem: MemoryLog) -> None:
@@ -147,6 +147,7 @@ def test_evicts_by_priority_lowest_first(mem: MemoryLog) -> None:
                                      {"name": "turns", "priority": 2}]})
     chat = mem.resource("chat", user_id="alice")
     sys_id = chat.append(text_of(20), role="system", block="system")
+    assert "block:system" in mem.show(sys_id).tags
     fact = chat.append(text_of(20), block="facts")
     turns = [chat.append(text_of(20)) for _ in range(3)]  # 100: at the limit
     assert "resource.evicted" not in types_of(mem)

@@ -95,8 +95,8 @@ class ResourceHandle:
 
     def append(self, content: str, *, role: str = "user", block: str | None = None) -> str:
         """Append one item; then expire, flush and evict as the spec says. Returns the item's id."""
-        entry = self._entry(content, role)
         where = self._block(block)
+        entry = self._entry(content, role, where)
 
         def decide(items: list[Item]) -> list[Event]:
             item = Item(entry.entry_id, where, token_count(entry.content), entry.occurred_at)
@@ -216,8 +216,9 @@ class ResourceHandle:
             events.append(ResourceEvicted(self.spec.id, self.key, gone, "ttl", total(items), total(left)))
             items = left
         flush = plan_flush(items, self.spec)
-        if flush is not None:
-            flushed, items = self._flush(items, *flush)
+        texts = [] if flush is None else self._texts(flush[1])
+        if flush is not None and texts:
+            flushed, items = self._flush(items, *flush, texts)
             events += flushed
         for removal in plan_evictions(items, self.spec):
             left = [i for i in items if i.entry_id not in removal.entry_ids]
@@ -226,9 +227,9 @@ class ResourceHandle:
             items = left
         return events
 
-    def _flush(self, items: list[Item], block: str, ids: tuple[str, ...]) -> tuple[list[Event], list[Item]]:
-        """Fold ``ids`` into one summary item placed where the first of them was."""
-        texts = self._texts(ids)
+    def _flush(self, items: list[Item], block: str, ids: tuple[str, ...],
+               texts: list[str]) -> tuple[list[Event], list[Item]]:
+        """Fold ``ids`` (their ``texts``) into one summary item placed where the first of them was."""
         folded = sum(i.tokens for i in items if i.entry_id in ids)
         summarise = self.summariser or ExtractiveSummariser(max_chars=max(80, folded * 4 // 3))
         text = check_summary(summarise(texts))
