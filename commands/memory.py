@@ -407,7 +407,8 @@ class MemoryLog:
 
     def resource(self, resource_id: str, *, user_id: str | None = None, session_id: str | None = None,
                  agent_id: str | None = None, summariser: Summariser | None = None) -> ResourceHandle:
-        """The handle of one resource instance: the key template filled with these ids."""
+        """The handle of one resource instance: the key template filled with these ids;
+        flushes summarise with ``summariser`` (default: the store's, else the extractive one)."""
         return ResourceHandle(self.store, resource_id, user_id=user_id, session_id=session_id,
                               agent_id=agent_id,
-                              summariser=summariser or getattr(self.store, "summariser", None))
+                              summariser=summariser or getattr(self, "summariser", None))

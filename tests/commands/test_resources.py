@@ -315,3 +315,17 @@ def test_health_and_metrics_report_flushes_and_evictions_without_content(mem: Me
     with mem.store.read() as views:
         act = views.resource_activity()
     assert act.flushes >= 1 and act.evictions >= 1 and act.last_flush_seq is not None
+
+
+def test_a_plugged_summariser_writes_the_flush(mem: MemoryLog) -> None:
+    seen: list[int] = []
+
+    def summarise(texts: Any) -> str:
+        seen.append(len(texts))
+        return f"{len(texts)} turns about the ledger"
+
+    mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 100})
+    chat = mem.resource("chat", user_id="alice", summariser=summarise)
+    for _ in range(9):
+        chat.append(text_of(10))
+    assert seen and chat.read()[0].content == f"{seen[0]} turns about the ledger"

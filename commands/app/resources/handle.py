@@ -231,7 +231,7 @@ class ResourceHandle:
                texts: list[str]) -> tuple[list[Event], list[Item]]:
         """Fold ``ids`` (their ``texts``) into one summary item placed where the first of them was."""
         folded = sum(i.tokens for i in items if i.entry_id in ids)
-        summarise = self.summariser or ExtractiveSummariser(max_chars=max(80, folded * 4 // 3))
+        summarise = _sized(self.summariser, max(80, folded * 4 // 3))
         text = check_summary(summarise(texts))
         summary = self.store.entries.build(
             "summary", text, user_id=self.user_id, agent_id=self.agent_id, derived_from=ids,
@@ -280,6 +280,18 @@ class ResourceHandle:
 
     def _appended(self, entry_id: str, block: str) -> ResourceAppended:
         return ResourceAppended(self.spec.id, self.key, entry_id, block)
+
+
+def _sized(summariser: Summariser | None, limit: int) -> Summariser:
+    """The summariser of a flush: a plugged one as it is; the extractive default
+    (none given, or an ExtractiveSummariser) kept within ``limit`` characters,
+    a third of what it folds."""
+    if summariser is None:
+        return ExtractiveSummariser(max_chars=limit)
+    if isinstance(summariser, ExtractiveSummariser):
+        return ExtractiveSummariser(max_chars=min(limit, summariser.max_chars),
+                                    max_sentences=summariser.max_sentences)
+    return summariser
 
 
 def _newest(items: list[Item], count: int | None, tokens: int | None) -> set[str]:
