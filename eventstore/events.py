@@ -406,8 +406,10 @@ class ResourceFlushed(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
 
 
 class ResourceEvicted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.evicted"):
-    """Items left a resource: ``reason`` is ``priority`` (over the limit, lowest
-    priority first), ``block_budget`` (a block over its budget) or ``ttl``."""
+    """Items left a resource (reason: ``priority``, ``block_budget`` or ``ttl``)."""
+
+    # priority: over the limit, the least important block first; block_budget:
+    # a block over its budget, its oldest first; ttl: older than the TTL.
 
     resource_id: ResourceId
     key: ResourceKey
