@@ -1,5 +1,5 @@
 """CLI commands of memory resources: declare, list, append, read, length,
-tokens, trim, replace and expire (see docs/resources.md)."""
+trim, replace, expire and delete (see docs/resources.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from eventstore import ROLES, InvalidInputError
 from ..app.resources.handle import ResourceHandle
 from ..memory import MemoryLog
 from .base import Context, pass_context, stdin_value
+from .privacy import _confirm as confirm
+from .privacy import _report as print_report
 from .render import block, field, plain
 
 __all__ = ["resource"]
@@ -174,3 +176,19 @@ def _removing(ctx: Context, action: Callable[[MemoryLog], int], label: str) -> N
         removed = action(mem)
         seq = mem.last_seq
     ctx.emit({"removed": removed, "seq": seq}, f"{label} {removed} items (seq {seq})")
+
+
+@resource.command("delete")
+@_key_options
+@click.option("--reason", required=True)
+@click.option("--requested-by", required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_context
+def resource_delete(ctx: Context, resource_id: str, user_id: str | None, session_id: str | None,
+                    agent_id: str | None, reason: str, requested_by: str, yes: bool) -> None:
+    """Erase everything the resource ever held (items, evicted items, summaries), purge included."""
+    confirm(yes, "Delete this resource's items for good? This cannot be undone.")
+    with ctx.memory() as mem:
+        report = _handle(mem, resource_id, user_id, session_id, agent_id).delete(
+            reason=reason, requested_by=requested_by)
+    print_report(ctx, report, "deletion")

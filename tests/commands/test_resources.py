@@ -295,6 +295,11 @@ def test_cli_declare_append_read_trim_replace(run: Any) -> None:
     assert [s["id"] for s in run("resource", "list")[1]] == ["chat"]
     code, _, err = run("resource", "read", "nope", "--user", "x")
     assert code != 0 and err.startswith("Error:")
+    code, report, err = run("resource", "delete", "chat", *ids, "--reason", "done", "--requested-by", "ops",
+                            "--yes")
+    assert code == 0, err
+    assert report["deleted"] == 4 and report["verified"] is True  # trimmed and replaced ones too
+    assert run("resource", "read", "chat", *ids)[1] == []
 
 
 def test_health_and_metrics_report_flushes_and_evictions_without_content(mem: MemoryLog) -> None:
