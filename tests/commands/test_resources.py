@@ -334,3 +334,17 @@ def test_a_plugged_summariser_writes_the_flush(mem: MemoryLog) -> None:
     for _ in range(9):
         chat.append(text_of(10))
     assert seen and chat.read()[0].content == f"{seen[0]} turns about the ledger"
+
+
+def test_the_handles_cache_equals_the_views(mem: MemoryLog) -> None:
+    """What the handle keeps from its own appends (to check without reading the
+    views) is what the views build from the events, after flushes and evictions."""
+    mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 300, "blocks": THREE})
+    chat = mem.resource("chat", user_id="alice")
+    for i in range(40):
+        chat.append(text_of(5 + i % 17, f"w{i}"), block=("system", "facts", "turns")[i % 3])
+        assert chat._cache is not None
+        cached = [(it.entry_id, it.block, it.tokens) for it in chat._cache[1]]
+        assert cached == [(m.id, m.block, m.tokens) for m in chat.read()], i
+    kinds = {r.type for r in mem.log.read()}
+    assert {"resource.flushed", "resource.evicted"} <= kinds
