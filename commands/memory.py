@@ -20,6 +20,7 @@ from typing import Any, Literal, Self
 from eventstore import EntryChanges, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
+from . import transfer
 from .app import (
     ContextBlock,
     DeletionReport,
@@ -389,6 +390,28 @@ class MemoryLog:
     def metrics(self) -> str:
         """Prometheus text: the store's counts, sizes and lag, this process's latencies."""
         return health.metrics_text(self.store)
+
+    # -- import and export ----------------------------------------------------
+
+    def import_from(self, fmt: str, path: str | os.PathLike[str], *, dry_run: bool = False,
+                    skip_bad: bool = False) -> transfer.ImportReport:
+        """Import memory kept in ``fmt`` (bmad, picobot, aiteam, gimli, jsonl) from ``path``;
+        see ``docs/integrations.md``. Ids derive from the source's: a second import adds nothing."""
+        source = Path(path)
+        recs = transfer.read_source(fmt, source)
+        transfer.refuse_unreadable(recs, skip_bad)
+        report = transfer.ingest(self.store, fmt, recs, skip_bad=skip_bad, dry_run=dry_run)
+        if not dry_run:
+            transfer.after_import(fmt, source)
+        return report
+
+    def export(self, fmt: Literal["jsonl", "markdown"] = "jsonl", *, user_id: str | None = None,
+               session_id: str | None = None, as_of: datetime | str | int | None = None) -> Iterator[str]:
+        """The store (or a user's or a session's part of it, as of a point) as JSONL
+        lines (``import_from("jsonl", ...)`` reads them back) or markdown; never deleted content."""
+        point = None if as_of is None else self.log.resolve_point(as_of)
+        write = transfer.export_markdown if fmt == "markdown" else transfer.export_jsonl
+        return write(self.store, user_id=user_id, session_id=session_id, as_of=point)
 
     def pending_purges(self) -> dict[str, int]:
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""

@@ -1,4 +1,4 @@
-"""The examples in docs/cli.md and docs/library.md run as written."""
+"""The examples in docs/cli.md, docs/library.md and docs/integrations.md run as written."""
 
 from __future__ import annotations
 
@@ -48,6 +48,35 @@ def test_library_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     for block in code:
         exec(compile(block, "docs/library.md", "exec"), scope)
     assert os.path.isdir(tmp_path / "store")
+
+
+def test_integrations_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md: every ``$ memlog`` line exits 0, in order, in a
+    directory holding the seed trees the import examples name; then each
+    section's python blocks run in order (one namespace per section)."""
+    from .transfer_trees import aiteam_tree, bmad_tree, gimli_tree, picobot_tree
+
+    monkeypatch.chdir(tmp_path)
+    bmad_tree(tmp_path)
+    picobot_tree(tmp_path)
+    aiteam_tree(tmp_path)
+    gimli_tree(tmp_path / "home")
+    text = (DOCS / "integrations.md").read_text()
+    lines = [ln for b in blocks("integrations.md", "console") for ln in b.splitlines()
+             if ln.startswith("$ memlog")]
+    assert len(lines) >= 6
+    for line in lines:
+        result = CliRunner().invoke(cli, shlex.split(line[2:])[1:])
+        assert result.exit_code == 0, (line, result.stderr)
+    assert (tmp_path / "data" / "sessions.json.migrated").is_file()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert [s.split("\n", 1)[0] for s in sections] == [
+        "MCP: `memlog mcp`", "LangGraph: `MemlogStore`", "Import and export"]
+    for section in sections:
+        scope: dict[str, object] = {}
+        for block in re.findall(r"```python\n(.*?)```", section, flags=re.S):
+            exec(compile(block, "docs/integrations.md", "exec"), scope)
+    assert (tmp_path / "mcp-store").is_dir() and (tmp_path / "lg-store").is_dir()
 
 
 def test_resources_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

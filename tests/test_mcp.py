@@ -398,17 +398,3 @@ def test_an_unexpected_failure_is_e_internal_without_its_message(tmp_path: Path)
     assert texts[2].startswith("E_SCHEMA_INVALID: invalid arguments: kind: Field required")
     assert texts[3] == "E_USAGE: unknown tool 'no_such_tool'"
     assert not [t for t in texts if secret in t or "Traceback" in t]
-
-
-def test_the_docs_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The python blocks of docs/integrations/mcp.md run as written (until the
-    lead folds them into docs/integrations.md, which tests/test_docs.py runs)."""
-    import re
-
-    monkeypatch.chdir(tmp_path)
-    text = (ROOT / "docs" / "integrations" / "mcp.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert blocks
-    for block in blocks:
-        exec(compile(block, "docs/integrations/mcp.md", "exec"), {})
-    assert (tmp_path / "mcp-store").is_dir()

@@ -103,6 +103,17 @@ def test_bench_embed_runs_and_prints_its_keys(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_bench_import_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_import on a tiny bmad tree: the import rate beside its raw anchors."""
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_import.py"), "--records", "300", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert {"records", "import_rps", "raw_decode_rps", "raw_lmdb_rps", "index_s"} <= set(data)
+    assert data["records"] == data["written"] == 300
+
+
+@pytest.mark.slow
 def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:
     """bench_resources on a tiny run: the flush and append-overhead keys beside their anchors."""
     result = subprocess.run([sys.executable, str(TOOLS / "bench_resources.py"), "--appends", "60",

@@ -58,12 +58,14 @@ class EntryFactory:
               user_id: str | None = None, agent_id: str | None = None, role: str | None = None,
               tags: Iterable[object] | None = None, importance: object = None,
               occurred_at: object = None, derived_from: Iterable[object] | None = None,
-              details: Details | None = None, field: str = "content") -> EntryRecorded:
-        """One validated, redacted entry."""
+              details: Details | None = None, field: str = "content",
+              entry_id: str | None = None) -> EntryRecorded:
+        """One validated, redacted entry (``entry_id``: given by an importer, else new)."""
         text = check_content(content, field, self.limit)
         when = to_time(occurred_at, "occurred_at")  # type: ignore[arg-type]
         entry = EntryRecorded(
-            entry_id=new_id(ID_PREFIXES[kind]), kind=kind,  # type: ignore[arg-type]
+            entry_id=new_id(ID_PREFIXES[kind]) if entry_id is None else check_id(entry_id, "entry id"),
+            kind=kind,  # type: ignore[arg-type]
             content=text, occurred_at=now_micros() if when is None else when,
             session_id=None if session_id is None else check_id(session_id, "session id"),
             user_id=None if user_id is None else check_id(user_id, "user id"),

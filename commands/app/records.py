@@ -55,10 +55,13 @@ __all__ = [
 ]
 
 
-def record(store: Store, entry: EntryRecorded, stream: str | None = None) -> str:
-    """Append an entry event to its session's stream (or its user's)."""
+def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
+           event_id: str | None = None) -> str:
+    """Append an entry event to its session's stream (or its user's);
+    ``event_id``: a client event id (importers)."""
     target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
-    store.writer.append(target, lambda: [entry], keeps_live=True)
+    store.writer.append(target, lambda: [entry], keeps_live=True,
+                        event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
     return entry.entry_id
 
@@ -171,18 +174,20 @@ def set_importance(store: Store, entry_id: str, importance: float) -> None:
     change_entry(store, entry_id, tuple(DEFAULT_RATES), EntryChanges(importance=value))
 
 
-def remember(store: Store, user_id: str, key: str, content: str, session_id: str | None = None) -> str:
-    """Remember ``content`` for a user under ``key`` (replacing an earlier one)."""
+def remember(store: Store, user_id: str, key: str, content: str, session_id: str | None = None, *,
+             memory_id: str | None = None, event_id: str | None = None) -> str:
+    """Remember ``content`` for a user under ``key`` (replacing an earlier one);
+    ``memory_id`` and ``event_id`` given by importers."""
     uid, k = check_id(user_id, "user id"), check_key(key)
     text = check_content(content, "content", store.settings.max_content_bytes)
     counts: dict[str, int] = {}
     if store.entries.redactor is not None:
         text = store.entries.redactor.redact(text, counts)
-    mid = new_id("mem")
+    mid = new_id("mem") if memory_id is None else check_id(memory_id, "memory id")
     event = MemorySaved(user_id=uid, key=k, content=text, memory_id=mid,
                         session_id=None if session_id is None else _own_session(store, session_id, uid),
                         redactions=counts)
-    store.writer.append(f"user:{uid}", lambda: [event])
+    store.writer.append(f"user:{uid}", lambda: [event], event_ids=None if event_id is None else [event_id])
     _log.info("memory saved", user_id=uid, memory_id=mid)
     return mid
 

@@ -31,9 +31,11 @@ __all__ = [
 
 def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[str] = (),
                   tags: Iterable[str] = (), metadata: dict[str, str] | None = None,
-                  channel: str | None = None, session_id: str | None = None) -> str:
+                  channel: str | None = None, session_id: str | None = None, *,
+                  event_id: str | None = None) -> str:
     """Start a session; returns its id. Ingest redaction runs over its tags,
-    its channel and its metadata's keys and values."""
+    its channel and its metadata's keys and values. ``event_id``: a client
+    event id (importers)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
@@ -44,7 +46,7 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     with store.read() as views:
         if views.session(sid) is not None or store.writer.is_pending_session(sid):
             raise InvalidInputError(f"session {sid} already exists")
-    store.writer.append(f"session:{sid}", lambda: [event])
+    store.writer.append(f"session:{sid}", lambda: [event], event_ids=None if event_id is None else [event_id])
     store.writer.add_pending_session(sid)
     return sid
 

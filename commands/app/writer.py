@@ -4,7 +4,7 @@ the check that a session is live, cached per stream version."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 from eventstore import (
@@ -47,11 +47,12 @@ class Writer:
         self._batch_closed: set[str] = set()  # sessions closed in the current batch
 
     def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
-                keeps_live: bool = False) -> int:
+                keeps_live: bool = False, *, event_ids: Sequence[str] | None = None) -> int:
         """Decide, then append with the stream's expected version; retry on a race.
 
         ``keeps_live`` marks events that cannot end a session (entries), so a
         cached liveness check of the stream's session stays valid after them.
+        ``event_ids``: client event ids, one per decided event (importers).
         """
         who = actor or self.actor
         if self._batch is not None:
@@ -60,12 +61,16 @@ class Writer:
             if version is None:
                 version = self.log.stream_version(stream)
             last = self._batch[-1] if self._batch else None
-            if last is not None and last.stream == stream and last.actor == who:
+            if (last is not None and last.stream == stream and last.actor == who
+                    and (last.event_ids is None) == (event_ids is None)):
                 # Consecutive writes to one stream become one request: same
                 # transaction, far less per-request work.
                 cast(list[Event], last.events).extend(events)
+                if event_ids is not None:
+                    cast(list[str], last.event_ids).extend(event_ids)
             else:
-                self._batch.append(AppendRequest(stream, list(events), who, version))
+                self._batch.append(AppendRequest(stream, list(events), who, version,
+                                                 None if event_ids is None else list(event_ids)))
             self._batch_versions[stream] = version + len(events)
             if not keeps_live:
                 self._batch_live[stream] = -1
@@ -77,7 +82,8 @@ class Writer:
             events = decide()
             try:
                 with METRICS.timed("append"):
-                    result = self.log.append(stream, events, actor=who, expected_version=version)
+                    result = self.log.append(stream, events, actor=who, expected_version=version,
+                                             event_ids=event_ids)
                 METRICS.add("appends")
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, health, integrate, privacy, read, resources, sessions
+from . import admin, audit, entries, health, integrate, privacy, read, resources, sessions, transfer
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -38,7 +38,7 @@ for _command in (
     read.show, read.memories, read.search, read.context, read.stats,
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
     admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
-    integrate.mcp,
+    integrate.mcp, transfer.import_, transfer.export,
     resources.resource,  # memory resources (issue 17)
 ):
     cli.add_command(_command)

@@ -1,0 +1,334 @@
+"""``MemlogStore``: LangGraph's ``BaseStore`` on a memlog store directory.
+
+Every item of one ``MemlogStore`` object is a memory of one memlog user
+(``user_id=``, default ``"langgraph"``): a put is a ``memory.saved``, a
+delete runs memlog's deletion pipeline as ``mem.forget`` does (a request, a
+tombstone and a purge that erases every saved version from the log, the views and the
+search index). :mod:`.documents` tells how an item is held, :mod:`.reading`
+how reads order and rank, :mod:`.matching` the filter rules.
+
+A batch reads first, against the state before the batch (as
+``InMemoryStore`` does), then applies its puts: one ``PutOp`` per
+``(namespace, key)``, the last one given, in the order each pair first
+appears. The saves land in one transaction; the deletes then run as one
+deletion request (one purge).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    validate_op_namespace,
+)
+
+from eventstore import InvalidInputError, MemoryNotFoundError, MemorySaved, ReadOnlyError
+from projections import Embedder
+
+from ..app import DeletionReport, HistoryItem
+from ..app.entries import new_id
+from ..app.validate import check_content, check_id
+from ..memory import MemoryLog
+from .documents import (
+    NOT_INDEXED,
+    Namespace,
+    encode_anchor,
+    encode_item,
+    has_words,
+    index_text,
+    item_key,
+    namespace_key,
+    redact_value,
+    search_key,
+)
+from .embedding import IndexEmbedder
+from .matching import list_namespaces
+from .reading import Ranker, Snapshot, anchor_id, load, lookup, search, to_item
+
+__all__ = ["DEFAULT_USER", "MemlogStore", "MemlogStoreAsOf"]
+
+DEFAULT_USER = "langgraph"
+DELETE_REASON = "deleted through LangGraph"
+SEARCH_MODES = ("text", "semantic", "hybrid")
+_RANK_LIMIT = 1000  # memlog's search returns at most this many hits
+# One lock per open memlog: the store objects on it (one per user) take turns.
+_LOCKS: weakref.WeakKeyDictionary[MemoryLog, threading.RLock] = weakref.WeakKeyDictionary()
+
+
+def _lock_of(mem: MemoryLog) -> threading.RLock:
+    return _LOCKS.setdefault(mem, threading.RLock())
+
+
+def _check_ops(ops: Iterable[Op]) -> list[Op]:
+    checked = list(ops)
+    for op in checked:
+        if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
+            raise ValueError(f"Unknown operation type: {type(op)}")
+        validate_op_namespace(op)
+        if isinstance(op, PutOp) and op.value is not None and not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        if isinstance(op, PutOp) and op.value is not None and op.namespace[0] == "langgraph":
+            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". '
+                                        f"Got: {op.namespace}")
+    return checked
+
+
+class _Reader:
+    """The read half shared by the store and its as-of views."""
+
+    mem: MemoryLog
+    user_id: str
+    search_mode: str | None
+
+    def _seq(self) -> int | None:
+        return None
+
+    def _rank(self, query: str) -> list[tuple[str, float]]:
+        hits = self.mem.search(query, user_id=self.user_id, source="memories", mode=self.search_mode,
+                               limit=_RANK_LIMIT, record_access=False)
+        return [(hit.id, hit.score) for hit in hits]
+
+    def _read(self, ops: Sequence[Op]) -> list[Result]:
+        """The results of the reads (None for the puts), against one snapshot."""
+        ranked = {op.query: self._rank(op.query) if has_words(op.query) else [] for op in ops
+                  if isinstance(op, SearchOp) and op.query}
+        rank: Ranker = ranked.__getitem__
+        results: list[Result] = []
+        snapshot: Snapshot | None = None
+        with self.mem.store.read(self._seq()) as views:
+            for op in ops:
+                if isinstance(op, GetOp):
+                    found = lookup(views, self.user_id, self._seq(), op.namespace, op.key)
+                    results.append(None if found is None else to_item(found))
+                    continue
+                if isinstance(op, PutOp):
+                    results.append(None)
+                    continue
+                snapshot = snapshot or load(views, self.user_id, self._seq())
+                if isinstance(op, SearchOp):
+                    results.append(search(snapshot, op, rank))
+                else:
+                    results.append(list_namespaces(snapshot.namespaces(), op))
+        return results
+
+
+class MemlogStore(_Reader, BaseStore):
+    """A LangGraph store whose items are memlog memories of one user.
+
+    ``path``: a store directory (opened like ``MemoryLog.open(path)``, keyword
+    ``overrides`` are its settings) or an open :class:`~commands.MemoryLog`
+    (then closing this store leaves it open). ``index``: LangGraph's
+    ``IndexConfig``; its ``fields`` (default ``["$"]``, the whole value) say
+    what a query is matched against; its ``embed`` and ``dims`` become the
+    memlog's embedder (:class:`.embedding.IndexEmbedder`) unless ``embedder``
+    is given (or ``path`` is an open memlog, whose embedder stays). memlog
+    ranks with its own search: text, or hybrid when an embedder is installed;
+    ``search_mode`` forces one.
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(self, path: str | os.PathLike[str] | MemoryLog = ".memlog", *,
+                 user_id: str = DEFAULT_USER, index: IndexConfig | None = None,
+                 search_mode: str | None = None,
+                 embedder: Embedder | Literal["default"] | None = "default", **overrides: Any) -> None:
+        self.user_id = check_id(user_id, "user id")
+        if search_mode not in (None, *SEARCH_MODES):
+            raise InvalidInputError(f"search_mode must be one of {', '.join(SEARCH_MODES)} or None")
+        self.search_mode = search_mode
+        self.fields: list[str] = list((index or {}).get("fields") or ["$"])
+        self._owned = not isinstance(path, MemoryLog)
+        if index and index.get("embed") is not None and embedder == "default":
+            embedder = IndexEmbedder(index)
+        self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
+                                                                         **overrides)
+        self._lock = _lock_of(self.mem)
+        self._reports: list[DeletionReport] = []
+
+    def __repr__(self) -> str:
+        return f"MemlogStore({str(self.mem.data_dir)!r}, user_id={self.user_id!r})"
+
+    def for_user(self, user_id: str) -> MemlogStore:
+        """A store on the same open memlog for another user (closing it leaves the memlog open)."""
+        return MemlogStore(self.mem, user_id=user_id, search_mode=self.search_mode,
+                           index={"fields": list(self.fields)})
+
+    # -- BaseStore ----------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run get, search, list-namespaces and put ops; results in op order."""
+        checked = _check_ops(ops)
+        with self._lock:
+            results = self._read(checked)
+            puts: dict[tuple[Namespace, str], PutOp] = {}
+            for op in checked:
+                if isinstance(op, PutOp):
+                    puts[op.namespace, op.key] = op
+            if puts:
+                self._write(list(puts.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- writes -------------------------------------------------------------
+
+    def _write(self, puts: list[PutOp]) -> None:
+        saves = [op for op in puts if op.value is not None]
+        if saves:
+            self._save(saves)
+        gone = [(op.namespace, op.key) for op in puts if op.value is None]
+        if gone:
+            report = self._delete(gone)
+            if report is not None:
+                self._reports.append(report)
+
+    def _contents(self, op: PutOp, counts: dict[str, int]) -> tuple[str, str]:
+        """The item's document and search text (the value redacted first)."""
+        redactor = self.mem.store.entries.redactor
+        value = op.value if redactor is None else redact_value(op.value, lambda s: redactor.redact(s, counts))
+        index = None if op.index is False else list(op.index or self.fields)
+        document = encode_item(op.namespace, op.key, value or {}, index)
+        text = NOT_INDEXED if index is None else index_text(value or {}, index)
+        limit = self.mem.settings.max_content_bytes
+        return check_content(document, "value", limit), check_content(text, "indexed text", limit)
+
+    def _append(self, key: str, content: str, counts: dict[str, int]) -> None:
+        event = MemorySaved(user_id=self.user_id, key=key, content=content, memory_id=new_id("mem"),
+                            redactions=counts)
+        self.mem.store.writer.append(f"user:{self.user_id}", lambda: [event])
+
+    def _save(self, saves: list[PutOp]) -> None:
+        """Save the items, their search texts and the anchors of new namespaces
+        in one transaction (everything checked before anything is written)."""
+        contents = []
+        for op in saves:
+            counts: dict[str, int] = {}
+            contents.append((op, *self._contents(op, counts), counts))
+        namespaces = {op.namespace for op in saves}
+        with self.mem.store.read() as views:
+            anchored = {ns for ns in namespaces if anchor_id(views, self.user_id, ns) is not None}
+        with self.mem.batch():
+            for op, document, text, counts in contents:
+                if op.namespace not in anchored:
+                    self._append(namespace_key(op.namespace), encode_anchor(op.namespace), {})
+                    anchored.add(op.namespace)
+                self._append(item_key(op.namespace, op.key), document, counts)
+                self._append(search_key(op.namespace, op.key), text, {})
+
+    def _delete(self, gone: list[tuple[Namespace, str]]) -> DeletionReport | None:
+        """Delete the items, their search texts (also one whose document was
+        forgotten by hand) and the anchors of the namespaces left empty, in one
+        deletion request (one purge); None when there is nothing to delete."""
+        with self.mem.store.read() as views:
+            snap = load(views, self.user_id, None)
+        pairs = list(dict.fromkeys(gone))
+        found = [pair for pair in pairs if pair in snap.items]
+        left = Counter(ns for ns, _ in snap.items) - Counter(ns for ns, _ in found)
+        ids = [snap.items[pair].memory_id for pair in found]
+        ids += [snap.searches[key] for key in (search_key(*pair) for pair in pairs) if key in snap.searches]
+        ids += [snap.anchors[ns][1] for ns in {ns for ns, _ in found} if not left[ns] and ns in snap.anchors]
+        if not ids:
+            return None
+        return self.mem.delete(ids=ids, reason=DELETE_REASON, requested_by=self.user_id)
+
+    # -- extras -------------------------------------------------------------
+
+    def forget(self, namespace: tuple[str, ...], key: str) -> DeletionReport:
+        """Delete one item through the privacy pipeline and return the purge's report
+        (``MemoryNotFoundError`` when this user has no such item)."""
+        validate_op_namespace(GetOp(tuple(namespace), key))
+        with self._lock:
+            report = self._delete([(tuple(namespace), key)])
+            if report is None:
+                raise MemoryNotFoundError("no LangGraph item under memory key "
+                                          f"{item_key(tuple(namespace), key)}")
+            self._reports.append(report)
+        return report
+
+    def erasure_report(self) -> DeletionReport | None:
+        """The report of this store's last delete (None before any)."""
+        return self._reports[-1] if self._reports else None
+
+    def erasure_reports(self) -> list[DeletionReport]:
+        """The reports of every delete this store object ran, oldest first."""
+        return list(self._reports)
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[HistoryItem]:
+        """Every event of the item's memory (each save since it was last deleted), oldest first."""
+        ns = tuple(namespace)
+        with self._lock, self.mem.store.read() as views:
+            found = lookup(views, self.user_id, None, ns, key)
+            ids = [v.memory_id for v in views.memory_versions(self.user_id, item_key(ns, key))]
+        if found is None:
+            raise MemoryNotFoundError(f"no LangGraph item under memory key {item_key(ns, key)}")
+        events = {event.seq: event for mid in dict.fromkeys(ids) for event in self.mem.history(mid)}
+        return [events[seq] for seq in sorted(events)]
+
+    def as_of(self, point: datetime | str | int) -> MemlogStoreAsOf:
+        """The items as they were at a time (ISO 8601 / datetime) or a seq (int or
+        ``"@N"``): a read-only store (erased items never come back)."""
+        return MemlogStoreAsOf(self, point)
+
+    # -- life cycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the memlog if this store opened it."""
+        if self._owned:
+            self.mem.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class MemlogStoreAsOf(_Reader, BaseStore):
+    """A :class:`MemlogStore`'s items as of a point: get, search and
+    list_namespaces as they answered then; a put raises ``ReadOnlyError``."""
+
+    def __init__(self, store: MemlogStore, point: datetime | str | int) -> None:
+        self.mem, self.user_id, self.search_mode = store.mem, store.user_id, store.search_mode
+        self.point = store.mem.as_of(point)
+        self.seq: int = self.point.seq
+        self._lock = store._lock
+
+    def _seq(self) -> int | None:
+        return self.seq
+
+    def _rank(self, query: str) -> list[tuple[str, float]]:
+        hits = self.point.search(query, user_id=self.user_id, source="memories", mode=self.search_mode,
+                                 limit=_RANK_LIMIT)
+        return [(hit.id, hit.score) for hit in hits]
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads as of the point; any put raises ``ReadOnlyError``."""
+        checked = _check_ops(ops)
+        if any(isinstance(op, PutOp) for op in checked):
+            raise ReadOnlyError("a store as of a point in time is read-only")
+        with self._lock:
+            return self._read(checked)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread."""
+        return await asyncio.to_thread(self.batch, list(ops))
