@@ -1,6 +1,8 @@
 """The write side: the application (:mod:`commands.app`), the
-:class:`MemoryLog` facade over it, and the ``memlog`` CLI (:mod:`commands.cli`)."""
+:class:`MemoryLog` facade over it (and its async face, :class:`AsyncMemoryLog`),
+and the ``memlog`` CLI (:mod:`commands.cli`)."""
 
+from .aio import AsyncMemoryLog, AsyncResourceHandle
 from .app import (
     DEFAULT_RETENTION_DAYS,
     DROP_ORDER,
@@ -25,12 +27,16 @@ from .app import (
     chars_over_four,
     load_settings,
 )
+from .app.resources import ResourceMessage
+from .app.resources.handle import ResourceHandle
 from .memory import MemoryLog
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
     "DROP_ORDER",
     "PATTERNS",
+    "AsyncMemoryLog",
+    "AsyncResourceHandle",
     "ContextBlock",
     "ContextSection",
     "DeletionReport",
@@ -42,6 +48,8 @@ __all__ = [
     "MemoryResult",
     "PointInTime",
     "Redactor",
+    "ResourceHandle",
+    "ResourceMessage",
     "SearchResult",
     "SessionResult",
     "Settings",

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from eventstore import EntryChanges, EventLog, VerifyResult
+from eventstore import EntryChanges, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
 from . import transfer
@@ -50,6 +50,8 @@ from .app import (
 )
 from .app.compaction import CompactionReport
 from .app.compaction_watch import LifecycleWatch
+from .app.resources import declare as resource_declare
+from .app.resources.handle import ResourceHandle
 from .app.settings import check_settings
 from .app.summaries import SummaryReport
 from .app.summarise import ExtractiveSummariser, Summariser
@@ -447,3 +449,22 @@ class MemoryLog:
     def sessions_over_limit(self) -> list[tuple[str, int]]:
         """(session id, bytes) of the sessions at or over their size limit."""
         return compaction.sessions_over(self.store, self.settings.session_limit_bytes)
+
+    # -- memory resources (issue 17) --
+
+    def declare_resource(self, spec: ResourceSpec | Mapping[str, Any]) -> ResourceSpec:
+        """Declare a token-managed memory resource (``resource.declared``; see
+        docs/resources.md); declaring an id again replaces its spec."""
+        return resource_declare.declare(self.store, spec)
+
+    def resources(self) -> list[ResourceSpec]:
+        """Every resource in force (``config.toml``'s and the declared ones), by id."""
+        return resource_declare.declared(self.store)
+
+    def resource(self, resource_id: str, *, user_id: str | None = None, session_id: str | None = None,
+                 agent_id: str | None = None, summariser: Summariser | None = None) -> ResourceHandle:
+        """The handle of one resource instance: the key template filled with these ids;
+        flushes summarise with ``summariser`` (default: the store's, else the extractive one)."""
+        return ResourceHandle(self.store, resource_id, user_id=user_id, session_id=session_id,
+                              agent_id=agent_id,
+                              summariser=summariser or self.summariser)

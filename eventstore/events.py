@@ -44,6 +44,14 @@ __all__ = [
     "PreferenceDetails",
     "PurgeCompleted",
     "RedactionNote",
+    "ResourceAppended",
+    "ResourceBlock",
+    "ResourceDeclared",
+    "ResourceEvicted",
+    "ResourceFlushed",
+    "ResourceReplaced",
+    "ResourceSpec",
+    "ResourceTrimmed",
     "RetentionApplied",
     "SessionArchived",
     "SessionClosed",
@@ -359,6 +367,98 @@ class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type
     source_entry_ids: tuple[Id, ...]
     session_id: Id | None = None
     request_id: Id | None = None
+# -- memory resources (issue 17) --
+# A resource's items are ``entry.recorded`` events (content, erasable as any
+# entry); these events hold ids, names and counts, never content.
+
+ResourceId = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}\Z")]
+BlockName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,63}\Z")]
+ResourceKey = Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^[A-Za-z0-9._:-]+\Z")]
+Tokens = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
+
+
+class ResourceBlock(msgspec.Struct, frozen=True, gc=False):
+    """A priority block of a resource: 0 is the most important (evicted last);
+    its budget is the lower of ``ratio`` x the resource's limit and ``max_tokens``."""
+
+    name: BlockName
+    priority: Annotated[int, Meta(ge=0, le=1000)] = 0
+    ratio: Unit | None = None
+    max_tokens: Tokens | None = None
+
+
+class ResourceSpec(msgspec.Struct, frozen=True, gc=False):
+    """A token-managed memory resource (seed 003): key template, limit, blocks,
+    flushing, TTL and the share of a context budget it may take."""
+
+    id: ResourceId
+    key: Annotated[str, Meta(min_length=1, max_length=512)]
+    token_limit: Tokens
+    blocks: tuple[ResourceBlock, ...] = ()
+    flush_threshold: Unit = 0.8
+    flush_fraction: Unit = 0.3
+    ttl_seconds: Annotated[int, Meta(ge=1, le=MAX_MICROS // 1_000_000)] | None = None
+    context_ratio: Unit = 0.3
+    default_block: BlockName | None = None
+
+
+class ResourceDeclared(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.declared"):
+    """A memory resource was declared (or declared again, replacing its spec)."""
+
+    spec: ResourceSpec
+
+
+class ResourceAppended(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.appended"):
+    """An entry (recorded in the same append) joined a resource's block, at its end."""
+
+    resource_id: ResourceId
+    key: ResourceKey
+    entry_id: Id
+    block: BlockName
+
+
+class ResourceFlushed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.flushed"):
+    """A block's oldest items were folded into one summary item (recorded in the same append)."""
+
+    resource_id: ResourceId
+    key: ResourceKey
+    block: BlockName
+    removed_entry_ids: tuple[Id, ...]
+    summary_entry_id: Id
+    tokens_before: Count
+    tokens_after: Count
+
+
+class ResourceEvicted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.evicted"):
+    """Items left a resource (reason: ``priority``, ``block_budget`` or ``ttl``)."""
+
+    # priority: over the limit, the least important block first; block_budget:
+    # a block over its budget, its oldest first; ttl: older than the TTL.
+
+    resource_id: ResourceId
+    key: ResourceKey
+    removed_entry_ids: tuple[Id, ...]
+    reason: Label
+    tokens_before: Count
+    tokens_after: Count
+
+
+class ResourceTrimmed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.trimmed"):
+    """A resource was trimmed to its newest items (by count or tokens)."""
+
+    resource_id: ResourceId
+    key: ResourceKey
+    removed_entry_ids: tuple[Id, ...]
+    tokens_before: Count
+    tokens_after: Count
+
+
+class ResourceReplaced(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.replaced"):
+    """Every item left a resource; the new items follow as ``resource.appended``."""
+
+    resource_id: ResourceId
+    key: ResourceKey
+    removed_entry_ids: tuple[Id, ...]
 
 
 Event: TypeAlias = (
@@ -382,6 +482,13 @@ Event: TypeAlias = (
     # -- compaction and summaries (issue 17) --
     | SessionSummarised
     | SummaryResummarised
+    # -- memory resources (issue 17) --
+    | ResourceDeclared
+    | ResourceAppended
+    | ResourceFlushed
+    | ResourceEvicted
+    | ResourceTrimmed
+    | ResourceReplaced
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -15,6 +15,8 @@ The packages themselves stay importable (``from commands import MemoryLog``,
 """
 
 from commands import (
+    AsyncMemoryLog,
+    AsyncResourceHandle,
     ContextBlock,
     ContextSection,
     DeletionReport,
@@ -25,6 +27,8 @@ from commands import (
     MemoryPage,
     MemoryResult,
     PointInTime,
+    ResourceHandle,
+    ResourceMessage,
     SearchResult,
     SessionResult,
     Settings,
@@ -36,6 +40,8 @@ from eventstore import *  # noqa: F403  (the log, events, vocabulary and errors:
 from eventstore import __all__ as _eventstore_all
 
 __all__ = [
+    "AsyncMemoryLog",
+    "AsyncResourceHandle",
     "ContextBlock",
     "ContextSection",
     "DeletionReport",
@@ -46,6 +52,8 @@ __all__ = [
     "MemoryPage",
     "MemoryResult",
     "PointInTime",
+    "ResourceHandle",
+    "ResourceMessage",
     "SearchResult",
     "SessionResult",
     "TranscriptPage",

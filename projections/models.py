@@ -24,6 +24,9 @@ __all__ = [
     "EntryView",
     "MemoryView",
     "RedactionInfo",
+    "ResourceActivity",
+    "ResourceItem",
+    "ResourceState",
     "SessionStats",
     "SessionView",
     "StoredEntry",
@@ -191,3 +194,36 @@ class DeletionRecord(msgspec.Struct, frozen=True, gc=False):
     purged_at: int | None = None
     purge_verified: bool | None = None
     files_rewritten: tuple[str, ...] = ()
+
+
+# -- memory resources (issue 17) --
+
+class ResourceItem(msgspec.Struct, frozen=True, gc=False):
+    """One item of a resource: the entry that holds it, its block, the seq it joined at."""
+
+    entry_id: str
+    block: str
+    seq: int
+
+
+class ResourceState(msgspec.Struct, frozen=True, gc=False):
+    """A resource instance (one key): its items in order (ids only, no content)."""
+
+    resource_id: str
+    key: str
+    items: tuple[ResourceItem, ...] = ()
+    changed_seq: int = 0
+    flushes: int = 0
+    evictions: int = 0
+
+
+class ResourceActivity(msgspec.Struct, frozen=True, gc=False):
+    """Across every resource: the last flush and eviction (seq, time) and their counts."""
+
+    flushes: int = 0
+    evictions: int = 0
+    evicted_items: int = 0
+    last_flush_seq: int | None = None
+    last_flush_at: int | None = None
+    last_eviction_seq: int | None = None
+    last_eviction_at: int | None = None

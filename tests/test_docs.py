@@ -87,3 +87,13 @@ def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert len(code) >= 5
     for block in code:
         exec(compile(block, "docs/lifecycle.md", "exec"), scope)
+
+def test_resources_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python blocks of docs/resources.md run in order in one directory."""
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    code = blocks("resources.md", "python")
+    assert len(code) >= 6
+    for block in code:
+        exec(compile(block, "docs/resources.md", "exec"), scope)
+    assert os.path.isdir(tmp_path / "store")

@@ -124,3 +124,16 @@ def test_bench_lifecycle_runs_and_prints_its_keys(tmp_path: Path) -> None:
     out = json.loads(result.stdout)
     assert {"compact_10mb_s", "raw_anchor_s", "check_overhead_ratio", "check_us"} <= set(out)
     assert out["removed"] > 0 and out["bytes_after"] < out["bytes_before"]
+
+@pytest.mark.slow
+def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_resources on a tiny run: the flush and append-overhead keys beside their anchors."""
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_resources.py"), "--appends", "60",
+                             "--repeats", "1", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    keys = {"flush_s", "flush_summarise_s", "flush_plain_append_s", "append_overhead_ratio",
+            "append_resource_ms", "append_plain_ms"}
+    assert keys <= set(out), keys - set(out)
+    assert out["flush_s"] > 0 and out["append_overhead_ratio"] > 0

@@ -31,6 +31,11 @@ lessons first and the handoff last; see :mod:`commands.app.fitting`)::
     lessons, decisions, messages, recovery, summary, tasks, preferences,
     memories, project, handoff
 
+Memory resources (:mod:`commands.app.resources.sections`) add a section per
+block, each within its allocation (the resource's ``context_ratio`` of the
+budget, split by the blocks' ratios), printed before the recent messages and
+trimmed after every other section but the handoff.
+
 Tokens are counted by a pluggable function; the default is characters / 4,
 rounded up (seed 002).
 """
@@ -46,6 +51,7 @@ from eventstore import InvalidInputError, SessionNotFoundError, now_micros
 from projections import EntryView, SearchQuery, SessionView, ViewReader
 
 from .fitting import Section, block, fit
+from .resources import resource_sections
 from .results import ContextBlock
 from .scope import project_of, session_scope, user_sessions
 from .store import Store
@@ -90,9 +96,23 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int,
             raise SessionNotFoundError(f"session {sid} not found{when}")
         gather = _Gather(store, views, session, as_of, now_micros() if now is None else now)
         sections = gather.sections(query or "")
-    live, dropped = fit(sections, budget, count, _ORDER, DROP_ORDER)
+        # memory resources (issue 17): their blocks, each within its allocation
+        extra = resource_sections(store.settings.resources, views, session, budget, count,
+                                  None if as_of is not None else gather.now)
+    order, drop_order = _with_resources(extra)
+    live, dropped = fit(sections + extra, budget, count, order, drop_order)
     trimmed_messages = any(s.name == "messages" and s.removed for s in live) or "messages" in dropped
-    return block(live, dropped, budget, count, _ORDER, gather.cut or trimmed_messages)
+    return block(live, dropped, budget, count, order, gather.cut or trimmed_messages)
+
+
+def _with_resources(extra: list[Section]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The print and drop orders with the resources' sections: printed before the
+    recent messages, trimmed after every other section but the handoff."""
+    names = tuple(s.name for s in extra)
+    if not names:
+        return _ORDER, DROP_ORDER
+    at = _ORDER.index("messages")
+    return _ORDER[:at] + names + _ORDER[at:], DROP_ORDER[:-1] + names + DROP_ORDER[-1:]
 
 
 class _Gather:

@@ -15,9 +15,10 @@ from typing import Any
 
 import msgspec
 
-from eventstore import InvalidInputError
+from eventstore import InvalidInputError, ResourceSpec
 
 from .redaction import PATTERNS, compile_regex
+from .resources.spec import check_specs
 
 __all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings"]
 
@@ -54,6 +55,10 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     auto_summarise: bool = True  # check on every message
     resummarise_on_delete: bool = True  # a summary deleted with a source is written again
     summary_input_chars: int = 256 * 1024  # the most a summariser is given (about 64k tokens)
+    # -- memory resources (issue 17) --
+    # ``[[resources]]`` tables of config.toml (see docs/resources.md); a
+    # declaration by a call (``resource.declared``) replaces one of the same id.
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -126,3 +131,5 @@ def check_settings(settings: Settings) -> None:
     if settings.summary_threshold_tokens < 1 or settings.summary_keep_messages < 0:
         raise InvalidInputError("summary_threshold_tokens must be positive and "
                                 "summary_keep_messages not negative")
+    # -- memory resources (issue 17) --
+    check_specs(settings.resources)

@@ -11,7 +11,19 @@ from pathlib import Path
 
 import click
 
-from . import admin, audit, entries, health, integrate, lifecycle, privacy, read, sessions, transfer
+from . import (
+    admin,
+    audit,
+    entries,
+    health,
+    integrate,
+    lifecycle,
+    privacy,
+    read,
+    resources,
+    sessions,
+    transfer,
+)
 from .base import Context, MemlogGroup
 from .demo import demo
 from .logs import configure_logging
@@ -40,6 +52,7 @@ for _command in (
     admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
     integrate.mcp, transfer.import_, transfer.export,
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
+    resources.resource,  # memory resources (issue 17)
 ):
     cli.add_command(_command)
 

@@ -30,6 +30,12 @@ from eventstore import (
     MemorySaved,
     PurgeCompleted,
     RecordedEvent,
+    ResourceAppended,
+    ResourceDeclared,
+    ResourceEvicted,
+    ResourceFlushed,
+    ResourceReplaced,
+    ResourceTrimmed,
     SessionArchived,
     SessionClosed,
     SessionCompacted,
@@ -67,6 +73,7 @@ from .keys import (
     version_key,
     when_key,
 )
+from .resources import apply_resource  # -- memory resources (issue 17) --
 
 __all__ = ["ViewWriter"]
 
@@ -195,6 +202,10 @@ class ViewWriter:
                 self._summarised(rec, event)
             case SummaryResummarised():
                 self._resummarised(rec, event)
+            # -- memory resources (issue 17) --
+            case (ResourceDeclared() | ResourceAppended() | ResourceFlushed() | ResourceEvicted()
+                  | ResourceTrimmed() | ResourceReplaced()):
+                apply_resource(self.txn, self.dbs[b"resources"], rec, event)
             case _:
                 pass
 

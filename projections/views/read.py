@@ -20,7 +20,11 @@ from typing import Any
 
 import msgspec
 
-from eventstore import SHOWN_STATES, Event
+from eventstore import (
+    SHOWN_STATES,
+    Event,
+    ResourceSpec,
+)
 
 from .._skips import Skipped
 from ..decay import entry_importance
@@ -31,6 +35,8 @@ from ..models import (
     EntryView,
     MemoryView,
     RankInputs,
+    ResourceActivity,
+    ResourceState,
     SessionStats,
     SessionView,
     StoredEntry,
@@ -47,6 +53,7 @@ from .keys import (
     unpack_u64,
 )
 from .reducers import entry_view, stats_added
+from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources (issue 17) --
 
 __all__ = ["EventsAt", "ViewReader"]
 
@@ -356,3 +363,39 @@ class ViewReader:
         ``as_of``, in ``occurred_at`` order: what compaction ranks without
         reading any content."""
         return self._session_stored(session_id, kinds, False)
+
+    # -- memory resources (issue 17) --
+
+    def resource_spec(self, resource_id: str) -> ResourceSpec | None:
+        """The spec a resource was last declared with (at ``as_of``), or None."""
+        raw = latest_version(self.txn, self.dbs[b"resources"], spec_entity(resource_id), self.as_of)
+        return None if raw is None else _resource_spec(raw)
+
+    def resource_specs(self) -> list[ResourceSpec]:
+        """Every declared resource's spec (at ``as_of``), by id."""
+        ids = sorted({bytes(k)[5:].split(SEP)[0].decode()
+                      for k, _ in prefix_items(self.txn, self.dbs[b"resources"], b"spec:")})
+        return [s for rid in ids if (s := self.resource_spec(rid)) is not None]
+
+    def resource_state(self, key: str) -> ResourceState | None:
+        """A resource instance's items (ids, in order) at ``as_of``, or None."""
+        raw = latest_version(self.txn, self.dbs[b"resources"], key_entity(key), self.as_of)
+        return None if raw is None else _resource_state(raw)
+
+    def resource_entry_ids(self, key: str) -> list[str]:
+        """Every entry id a resource instance ever held (at ``as_of``), in first-seen order."""
+        seen: dict[str, None] = {}
+        for seq, raw in all_versions(self.txn, self.dbs[b"resources"], key_entity(key)):
+            if self.as_of is None or seq <= self.as_of:
+                seen.update((i.entry_id, None) for i in _resource_state(raw).items)
+        return list(seen)
+
+    def resource_activity(self) -> ResourceActivity:
+        """The last flush and eviction across every resource, and their counts."""
+        raw = latest_version(self.txn, self.dbs[b"resources"], ACTIVITY, self.as_of)
+        return ResourceActivity() if raw is None else _resource_activity(raw)
+
+
+_resource_spec = msgspec.msgpack.Decoder(ResourceSpec).decode
+_resource_state = msgspec.msgpack.Decoder(ResourceState).decode
+_resource_activity = msgspec.msgpack.Decoder(ResourceActivity).decode

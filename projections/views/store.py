@@ -21,9 +21,11 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
 - ``deleted``: entry id -> the deleted entry's tombstone version (its versions are gone);
 - ``deletions``: the deletion ledger; ``stats``: global counters;
 - ``skipped``: seq -> the events the views could not apply (:class:`~projections.Skipped`);
-- ``meta``: the checkpoint (last applied seq), written in the same transaction;
 - ``summarised``: temporal, entry id -> the id of the summary that stands for it
-  in the context (``session.summarised``, ``summary.resummarised``; ids only).
+  in the context (``session.summarised``, ``summary.resummarised``; ids only);
+- ``resources``: temporal; ``spec:<id>`` the declared spec, ``key:<key>`` a
+  resource instance's items (ids only), ``activity`` the last flush and eviction;
+- ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ VIEW_DBS = (
     b"deleted", b"by_seq", b"archived", b"by_hash", b"skipped",
     # -- compaction and summaries (issue 17) --
     b"summarised",
+    # -- memory resources (issue 17) --
+    b"resources",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]

@@ -18,6 +18,8 @@ from eventstore import (
     FindingDetails,
     MessageDetails,
     PreferenceDetails,
+    ResourceBlock,
+    ResourceSpec,
     TaskDetails,
 )
 
@@ -78,6 +80,24 @@ _overrides: dict[str, dict[str, Any]] = {
     "summary.resummarised": dict(summary_entry_id=ids, replaced_entry_id=ids,
                                  source_entry_ids=st.lists(ids).map(tuple), session_id=st.none() | ids,
                                  request_id=st.none() | ids),
+    # -- memory resources (issue 17) --
+    "resource.declared": dict(spec=st.builds(
+        ResourceSpec, id=st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True), key=labels,
+        token_limit=st.integers(1, 10**9), flush_threshold=units, flush_fraction=units,
+        ttl_seconds=st.none() | st.integers(1, 10**6), context_ratio=units,
+        blocks=st.lists(st.builds(ResourceBlock, name=keys, priority=st.integers(0, 1000),
+                                  ratio=st.none() | units, max_tokens=st.none() | st.integers(1, 10**6)),
+                        max_size=3).map(tuple))),
+    "resource.appended": dict(resource_id=keys, key=ids, entry_id=ids, block=keys),
+    "resource.flushed": dict(resource_id=keys, key=ids, block=keys,
+                             removed_entry_ids=st.lists(ids).map(tuple), summary_entry_id=ids,
+                             tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
+    "resource.evicted": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple),
+                             reason=labels, tokens_before=st.integers(0, 2**62),
+                             tokens_after=st.integers(0, 2**62)),
+    "resource.trimmed": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple),
+                             tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
+    "resource.replaced": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple)),
 }
 _id_fields = {"session_id": ids, "user_id": ids}
 

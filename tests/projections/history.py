@@ -22,6 +22,14 @@ from eventstore import (
     MemoryForgotten,
     MemorySaved,
     MessageDetails,
+    ResourceAppended,
+    ResourceBlock,
+    ResourceDeclared,
+    ResourceEvicted,
+    ResourceFlushed,
+    ResourceReplaced,
+    ResourceSpec,
+    ResourceTrimmed,
     SessionArchived,
     SessionClosed,
     SessionCompacted,
@@ -58,6 +66,13 @@ steps = st.lists(
         # -- compaction and summaries (issue 17) --
         st.tuples(st.just("summarise"), st.integers(0, 2), st.integers(1, 3)),
         st.tuples(st.just("resummarise"), st.integers(0, 30)),
+        # -- memory resources (issue 17) --
+        st.tuples(st.just("res_append"), st.integers(0, 1), st.sampled_from(["sys", "chat"]),
+                  st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+        st.tuples(st.just("res_remove"), st.integers(0, 1),
+                  st.sampled_from(["evicted", "trimmed", "replaced"]), st.integers(1, 3)),
+        st.tuples(st.just("res_flush"), st.integers(0, 1)),
+        st.tuples(st.just("res_declare"), st.sampled_from(["chat", "notes"]), st.integers(50, 500)),
     ),
     min_size=1, max_size=40,
 )
@@ -131,7 +146,7 @@ class History:
         self.log.append("system", [DeletionRequested(request_id=rid, reason="test", requested_by="t",
                                                      criteria=DeletionCriteria(ids=(eid,)))], actor="t")
         tomb = EntriesDeleted(request_id=rid, entry_ids=(eid,), erased_seqs=(seq,),
-                              refs=(DeletedRef(eid, kind, seq, session),))
+                              refs=(DeletedRef(eid, kind, seq, session or None),))
         self.log.erase([seq], tomb, stream="system", actor="t")
         self.erased.add(eid)
 
@@ -205,6 +220,59 @@ class History:
                                     source_entry_ids=sources, session_id=old[3], request_id="r0")
         seq = self.log.append(f"session:{old[3]}", [summary, again], actor="t").first_seq
         self.entries.append((summary.entry_id, seq, "summary", old[3]))
+
+    # -- memory resources (issue 17) --
+
+    def _res_items(self, key: int) -> list[str]:
+        items: list[str] = self.__dict__.setdefault("resource_items", {}).setdefault(f"k{key}", [])
+        return items
+
+    def _res_append(self, key: int, block: str, words: list[str]) -> None:
+        self.n += 1
+        eid = f"e{self.n}"
+        entry = EntryRecorded(entry_id=eid, kind="message", content=" ".join(words), role="user",
+                              occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000,
+                              user_id="alice", tags=("resource:chat", f"block:{block}"))
+        seq = self.log.append(f"resource:k{key}", [entry, ResourceAppended(
+            resource_id="chat", key=f"k{key}", entry_id=eid, block=block)], actor="t").first_seq
+        self.entries.append((eid, seq, "message", ""))
+        self._res_items(key).append(eid)
+
+    def _res_remove(self, key: int, how: str, count: int) -> None:
+        items = self._res_items(key)
+        gone = tuple(items[:count])
+        del items[:count]
+        event: ResourceEvicted | ResourceTrimmed | ResourceReplaced
+        if how == "evicted":
+            event = ResourceEvicted(resource_id="chat", key=f"k{key}", removed_entry_ids=gone,
+                                    reason="priority", tokens_before=10, tokens_after=5)
+        elif how == "trimmed":
+            event = ResourceTrimmed(resource_id="chat", key=f"k{key}", removed_entry_ids=gone,
+                                    tokens_before=10, tokens_after=5)
+        else:
+            event = ResourceReplaced(resource_id="chat", key=f"k{key}", removed_entry_ids=gone)
+        self.log.append(f"resource:k{key}", [event], actor="t")
+
+    def _res_flush(self, key: int) -> None:
+        items = self._res_items(key)
+        if len(items) < 2:
+            return
+        self.n += 1
+        sid = f"e{self.n}"
+        folded = tuple(items[:2])
+        summary = EntryRecorded(entry_id=sid, kind="summary", content="summary of cache", user_id="alice",
+                                occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000,
+                                derived_from=folded)
+        seq = self.log.append(f"resource:k{key}", [summary, ResourceFlushed(
+            resource_id="chat", key=f"k{key}", block="chat", removed_entry_ids=folded,
+            summary_entry_id=sid, tokens_before=20, tokens_after=8)], actor="t").first_seq
+        self.entries.append((sid, seq, "summary", ""))
+        items[:2] = [sid]
+
+    def _res_declare(self, rid: str, limit: int) -> None:
+        spec = ResourceSpec(id=rid, key="{user_id}", token_limit=limit,
+                            blocks=(ResourceBlock("sys", 0, 0.1), ResourceBlock("chat", 2, 0.7)))
+        self.log.append("resources", [ResourceDeclared(spec)], actor="t")
 
 
 def _details(kind: str, n: int) -> TaskDetails | MessageDetails | None:

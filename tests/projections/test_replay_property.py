@@ -83,7 +83,10 @@ def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str]
         memories = {u: [(m.key, m.content) for m in views.memories(u) if (u, m.key) not in forgotten]
                     for u in ("alice", "bob")}
         stats = {sid: views.session_stats(sid).counts for sid in sessions if sid not in touched}
-    return {"entries": entries, "sessions": sessions, "memories": memories, "stats": stats}
+        resources = {k: views.resource_state(k) for k in ("k0", "k1")}  # memory resources (issue 17)
+        specs = views.resource_specs()
+    return {"entries": entries, "sessions": sessions, "memories": memories, "stats": stats,
+            "resources": resources, "specs": specs}
 
 
 @settings(max_examples=20)

@@ -1,0 +1,67 @@
+"""The resources' blocks in the context builder, with their allocation ratios.
+
+For a session, every resource whose key template can be filled from the
+session (its id, its user, and its agent when it has exactly one) adds one
+section per block that holds items. The resource may take ``context_ratio``
+of the context budget; each block takes the lower of ``ratio`` x that share
+and its ``max_tokens`` (a block with neither: the whole share). A block's
+section keeps its newest items that fit its allocation (title included), so
+under a tight budget the blocks keep their ratios; the fitting then trims
+them only after every other section but the handoff.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from eventstore import InvalidInputError, ResourceSpec
+from projections import SessionView, ViewReader
+
+from ..fitting import Section
+from .reading import live_items, specs
+from .spec import block_budgets, blocks_of, render_key
+
+__all__ = ["resource_sections", "session_values"]
+
+
+def session_values(session: SessionView) -> dict[str, str | None]:
+    """The key fields a session fills: its id, its user, its one agent."""
+    agents = session.agent_ids
+    return {"session_id": session.session_id, "user_id": session.user_id,
+            "agent_id": agents[0] if len(agents) == 1 else None}
+
+
+def resource_sections(configured: Iterable[ResourceSpec], views: ViewReader, session: SessionView,
+                      budget: int, count: Callable[[str], int], now: int | None) -> list[Section]:
+    """One section per non-empty block of every resource the session fills, newest items that fit."""
+    out: list[Section] = []
+    values = session_values(session)
+    for spec in specs(configured, views).values():
+        try:
+            key = render_key(spec.key, values)
+        except InvalidInputError:
+            continue
+        items = live_items(views, key, spec, now)
+        if not items:
+            continue
+        share = math.floor(spec.context_ratio * budget)
+        allowed = block_budgets(spec, share)
+        for block in blocks_of(spec):
+            texts = [_line(v.entry.role if v.entry else None, v.entry.content if v.entry else "")
+                     for item, v in reversed(items) if item.block == block.name]
+            section = Section(f"resource:{spec.id}:{block.name}", f"{spec.id} / {block.name}:", [],
+                              chronological=True)
+            for text in texts:  # newest first, while the allocation holds
+                section.items.append(text)
+                if count(section.text()) > allowed[block.name]:
+                    section.items.pop()
+                    section.removed = len(texts) - len(section.items)
+                    break
+            if section.items:
+                out.append(section)
+    return out
+
+
+def _line(role: str | None, content: str) -> str:
+    return f"[{role or 'summary'}]: {' '.join(content.split())}"
