@@ -110,6 +110,8 @@ def compact(store: Store, summariser: Summariser, session_id: str | None = None,
             dry_run: bool = False) -> list[CompactionReport]:
     """Compact one session (now, whatever its size) or every session at or over
     the threshold; ``dry_run`` reports what would go and writes nothing."""
+    if not dry_run:
+        store.check_writable("a compaction")
     if session_id is not None:
         return [compact_session(store, summariser, check_id(session_id, "session id"), dry_run)]
     return [compact_session(store, summariser, sid, dry_run) for sid, _ in sessions_over(store)]

@@ -14,11 +14,11 @@ changed) it is measured again from the views: the session's statistics, and
 its messages back to the first one already summarised. Inside a batch the
 check waits for the batch's end.
 
-A failure of the maintenance's own making (a race lost five times, a
-summariser that returns nothing or too much, a session gone meanwhile) never
-fails the write that triggered it: it is logged (ids and error code only) and
-the next write tries again. A storage error (a full disk) is raised: the store
-needs attention, and the write itself did land.
+A failure of the maintenance (a race lost five times, a summariser that
+returns nothing or too much, a session gone meanwhile, a full disk) never
+fails the write that triggered it, which did land: it is logged (ids and
+error code only; a storage error as a warning) and the next write tries
+again. A disk that stays full fails that next write itself, before it writes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eventstore import ConflictError, EntryRecorded, InvalidInputError, NotFoundError
+from eventstore import ConflictError, EntryRecorded, InvalidInputError, NotFoundError, StorageError
 
 from . import log as _log
 from .compaction import compact_session, threshold_bytes
@@ -105,6 +105,9 @@ class LifecycleWatch:
         except (ConflictError, InvalidInputError, NotFoundError) as exc:
             _log.info("life-cycle maintenance failed; the next write tries again", session_id=sid,
                       code=exc.code)
+        except StorageError as exc:
+            _log.warning("life-cycle maintenance failed on storage; the next write tries again",
+                         session_id=sid, code=exc.code)
         finally:
             self._busy = False
             self._tallies.pop(sid, None)

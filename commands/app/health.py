@@ -24,12 +24,14 @@ __all__ = ["LAST_EVENTS", "TAIL", "health", "metrics_text"]
 TAIL: Final = 1000  # records checked by the tail verify
 # What health reports the last of: a name and the event type that records it.
 LAST_EVENTS: Final = {
-    "purge": "purge.completed", "compaction": "session.compacted", "flush": "resource.flushed",
+    "purge": "purge.completed", "compaction": "session.compacted", "summary": "session.summarised",
+    "flush": "resource.flushed", "eviction": "resource.evicted",
     "retention": "retention.applied", "decay": "decay.applied",
 }
 _COUNTED: Final = {
     "memlog_deletions_total": "deletion.requested", "memlog_purges_total": "purge.completed",
-    "memlog_compactions_total": "session.compacted", "memlog_flushes_total": "resource.flushed",
+    "memlog_compactions_total": "session.compacted", "memlog_summaries_total": "session.summarised",
+    "memlog_flushes_total": "resource.flushed",
     "memlog_evictions_total": "resource.evicted",
 }
 
@@ -37,7 +39,10 @@ _COUNTED: Final = {
 def health(store: Store, tail: int = TAIL, session_limit: int | None = None) -> dict[str, Any]:
     """The store's health report (see the module); ``status`` is ``ok``,
     ``degraded`` (work waits: lag, pending purges, skipped events, sessions over
-    their limit) or ``failing`` (the tail does not verify)."""
+    their limit) or ``failing`` (the tail does not verify). ``session_limit``
+    defaults to the setting ``session_limit_bytes``."""
+    if session_limit is None:
+        session_limit = store.settings.session_limit_bytes
     head = store.log.head()
     lag = _lag(store, head.seq)
     checked = store.log.verify_tail(tail)
@@ -58,7 +63,7 @@ def health(store: Store, tail: int = TAIL, session_limit: int | None = None) -> 
     return report
 
 
-def _from_views(store: Store, limit: int | None) -> tuple[dict[str, int], int, list[str], str | None]:
+def _from_views(store: Store, limit: int) -> tuple[dict[str, int], int, list[str], str | None]:
     """Counters, skipped events and sessions over ``limit`` from the caught-up
     views; a log the views cannot catch up on gives its error (code and seq)."""
     try:
@@ -107,9 +112,7 @@ def _last(store: Store, seq: int | None) -> dict[str, Any] | None:
     return {"seq": seq, "at": format_micros(store.log.get(seq).recorded_at)}
 
 
-def _over_limit(views: Any, limit: int | None) -> list[str]:
-    if limit is None:
-        return []
+def _over_limit(views: Any, limit: int) -> list[str]:
     return [v.session_id for v in views.sessions() if views.session_stats(v.session_id).bytes > limit]
 
 

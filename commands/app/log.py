@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-__all__ = ["debug", "info"]
+__all__ = ["debug", "info", "warning"]
 
 _logger = structlog.get_logger("memlog")
 
@@ -26,3 +26,9 @@ def debug(event: str, **ids: Any) -> None:
     """Log at debug level when logging is configured."""
     if structlog.is_configured():
         _logger.debug(event, **ids)
+
+
+def warning(event: str, **ids: Any) -> None:
+    """Log at warning level when logging is configured."""
+    if structlog.is_configured():
+        _logger.warning(event, **ids)

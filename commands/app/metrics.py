@@ -89,6 +89,7 @@ _HELP: Final = {
     "memlog_deletions_total": ("counter", "Deletion requests recorded in the log."),
     "memlog_purges_total": ("counter", "Purges completed (purge.completed events)."),
     "memlog_compactions_total": ("counter", "Session compactions (session.compacted events)."),
+    "memlog_summaries_total": ("counter", "Session summaries (session.summarised events)."),
     "memlog_flushes_total": ("counter", "Resource flushes (resource.flushed events)."),
     "memlog_evictions_total": ("counter", "Resource evictions (resource.evicted events)."),
     "memlog_bytes": ("gauge", "Bytes on disk, by part of the data directory."),

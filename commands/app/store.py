@@ -102,10 +102,11 @@ class Store:
         self.log.close()
 
     def check_writable(self, what: str) -> None:
-        """Raise :class:`~eventstore.ReadOnlyError` on a read-only store (for
-        work that rewrites files without appending to the log first)."""
+        """Raise :class:`~eventstore.ReadOnlyError` on a read-only store: for a
+        write refused up front (a replay or a purge rewrites files without a log
+        append; a summary or compaction may find nothing to write)."""
         if self.read_only:
-            raise ReadOnlyError(f"the store is open read-only; {what} rewrites its files")
+            raise ReadOnlyError(f"the store is open read-only; {what} would write to it")
 
     def read(self, as_of: int | None = None, search: bool = False) -> contextlib.AbstractContextManager[
             ViewReader]:

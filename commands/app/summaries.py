@@ -94,6 +94,7 @@ def summarise_session(store: Store, summariser: Summariser, session_id: str,
     """Summarise the session's oldest messages not yet summarised, keeping the
     last ``summary_keep_messages``, when they pass the token threshold (or,
     with ``force``, whatever their tokens)."""
+    store.check_writable("a summary")
     sid = check_id(session_id, "session id")
     stream = f"session:{sid}"
     for attempt in range(_RETRIES):

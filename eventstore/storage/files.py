@@ -161,14 +161,25 @@ def wipe_tree(path: Path) -> int:
     return total
 
 
-def storage_error(exc: BaseException, what: str) -> StorageError:
-    """Translate an OS or LMDB error into the memlog tree."""
+def storage_error(exc: BaseException, what: str, where: Path | None = None) -> StorageError:
+    """Translate an OS or LMDB error into the memlog tree. An I/O error (EIO)
+    on a file system with no free block left (``where`` names a directory on
+    it) is a full disk: LMDB reports a commit that found no room that way."""
     err = getattr(exc, "errno", None)
-    if err == errno.ENOSPC or "No space left" in str(exc):
+    if err == errno.ENOSPC or "No space left" in str(exc) or _full_eio(exc, where):
         return StorageFullError(f"{what}: the disk is full; nothing was written")
     if err in (errno.EACCES, errno.EPERM, errno.EROFS) or "Read-only file system" in str(exc):
         return NotWritableError(f"{what}: {exc.strerror if isinstance(exc, OSError) else exc}")
     return StorageError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _full_eio(exc: BaseException, where: Path | None) -> bool:
+    if where is None or not (getattr(exc, "errno", None) == errno.EIO or "Input/output error" in str(exc)):
+        return False
+    try:
+        return os.statvfs(where).f_bavail == 0
+    except OSError:
+        return False
 
 
 class MaintenanceLock:

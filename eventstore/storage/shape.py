@@ -102,7 +102,7 @@ def lmdb_error(exc: BaseException, what: str, data: Path) -> StorageError:
     data file when LMDB found pages it did not write, else a storage error."""
     if isinstance(exc, _CORRUPT):
         return CorruptionError(f"{data} is corrupt ({what}): {type(exc).__name__}")
-    return storage_error(exc, f"{what} ({data.parent})")
+    return storage_error(exc, f"{what} ({data.parent})", data.parent)
 
 
 def _read_meta(data: Path) -> DataFileMeta:

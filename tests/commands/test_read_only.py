@@ -48,6 +48,10 @@ WRITES: list[tuple[str, Callable[[MemoryLog, dict[str, str]], Any]]] = [
     ("update_session", lambda m, i: m.update_session(i["sid"], tags=["t"])),
     ("replay", lambda m, i: m.replay()),
     ("purge", lambda m, i: m.purge()),
+    ("compact", lambda m, i: m.compact(i["sid"])),
+    ("summarise", lambda m, i: m.summarise(i["sid"], force=True)),
+    ("declare_resource",
+     lambda m, i: m.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 100})),
 ]
 
 
@@ -99,6 +103,9 @@ CLI_WRITES = [
     ["purge"],
     ["decay", "--rate", "message=0.2"],
     ["replay"],
+    ["compact", "--session", "{sid}"],
+    ["summarise", "{sid}", "--force"],
+    ["resource", "declare", "chat", "--key", "{{user_id}}", "--limit", "100"],
 ]
 
 
