@@ -454,7 +454,7 @@ class MemoryLog:
 
     def declare_resource(self, spec: ResourceSpec | Mapping[str, Any]) -> ResourceSpec:
         """Declare a token-managed memory resource (``resource.declared``; see
-        docs/resources.md); declaring an id again replaces its spec."""
+        docs/lifecycle.md (Memory resources)); declaring an id again replaces its spec."""
         return resource_declare.declare(self.store, spec)
 
     def resources(self) -> list[ResourceSpec]:

@@ -80,20 +80,16 @@ def test_integrations_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The python blocks of docs/lifecycle.md run in order in one directory."""
-    monkeypatch.chdir(tmp_path)
-    scope: dict[str, object] = {}
-    code = blocks("lifecycle.md", "python")
-    assert len(code) >= 5
-    for block in code:
-        exec(compile(block, "docs/lifecycle.md", "exec"), scope)
-
-def test_resources_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The python blocks of docs/resources.md run in order in one directory."""
-    monkeypatch.chdir(tmp_path)
-    scope: dict[str, object] = {}
-    code = blocks("resources.md", "python")
-    assert len(code) >= 6
-    for block in code:
-        exec(compile(block, "docs/resources.md", "exec"), scope)
-    assert os.path.isdir(tmp_path / "store")
+    """The python blocks of docs/lifecycle.md run in order: those before
+    "## Memory resources" in one directory and namespace, the resources' in another."""
+    text = (DOCS / "lifecycle.md").read_text()
+    shaping, resources = text.split("\n## Memory resources\n")
+    for name, part, least in (("shaping", shaping, 5), ("resources", resources, 6)):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        scope: dict[str, object] = {}
+        code = re.findall(r"```python\n(.*?)```", part, flags=re.S)
+        assert len(code) >= least
+        for block in code:
+            exec(compile(block, "docs/lifecycle.md", "exec"), scope)
+    assert os.path.isdir(tmp_path / "resources" / "store")

@@ -113,17 +113,19 @@ def test_bench_import_runs_and_prints_its_keys(tmp_path: Path) -> None:
     assert data["records"] == data["written"] == 300
 
 
-# -- compaction and summaries (issue 17) --
+
 @pytest.mark.slow
 def test_bench_lifecycle_runs_and_prints_its_keys(tmp_path: Path) -> None:
     """bench_lifecycle on a tiny session: compact_10mb_s, its raw anchor and the check's overhead."""
-    args = ["--mb", "0.05", "--appends", "5", "--json"]
+    args = ["--mb", "0.05", "--appends", "5", "--resource-appends", "30", "--json"]
     result = subprocess.run([sys.executable, str(TOOLS / "bench_lifecycle.py"), *args], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     out = json.loads(result.stdout)
-    assert {"compact_10mb_s", "raw_anchor_s", "check_overhead_ratio", "check_us"} <= set(out)
+    assert {"compact_10mb_s", "raw_anchor_s", "check_overhead_ratio", "check_us", "flush_s",
+            "append_overhead_ratio"} <= set(out)
     assert out["removed"] > 0 and out["bytes_after"] < out["bytes_before"]
+
 
 @pytest.mark.slow
 def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""Benchmark: compact a 10 MB session; the cost of the check on write.
+"""Benchmark: compact a 10 MB session; flush a resource of 8k tokens; the cost of the checks on write.
 
-    python tools/bench_lifecycle.py [--mb 10] [--entry-bytes 1000] [--appends 300] [--json] [--dir PATH]
+    python tools/bench_lifecycle.py [--mb 10] [--entry-bytes 1000] [--appends 300]
+                                    [--resource-appends 2000] [--json] [--dir PATH]
 
 Builds one session of ``--mb`` MiB of message content (default 10, seed 000's
 cap) through the public API in one batch with the automatic check off, catches
@@ -20,7 +21,13 @@ with ``auto_compact``/``auto_summarise`` on (neither threshold reached), against
 the same with both off, interleaved (``check_overhead_ratio``, medians), and
 the check's own median time (``check_us``).
 
-Goal (issue 17): ``compact_10mb_s`` < 1 s.
+Memory resources (measured by ``tools/bench_resources.py``'s functions, in the
+same run): ``flush_s``, the append that flushes a resource of 8k tokens, beside
+the summariser alone and a plain append; ``append_overhead_ratio``, a
+resource's append (its TTL, flush and eviction checks) against a plain
+``add_message``, interleaved medians.
+
+Goals (issue 17): ``compact_10mb_s`` < 1 s; ``append_overhead_ratio`` <= 1.3.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_resources import TARGET as APPEND_TARGET
+from bench_resources import measure_appends, measure_flush
 from benchkit import log as progress
 from benchkit import run_main, verdict
 
@@ -141,8 +150,11 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     result.update(anchor(base / "store", sid, base / "scratch"))
     progress("measuring the check on write")
     result.update(check_overhead(base / "appends", args.appends))
+    progress("flushing a resource of 8k tokens; resource appends against add_message")
+    result.update(measure_flush(base / "resources", 3))
+    result.update(measure_appends(base / "resources", args.resource_appends))
     result["target_s"] = TARGET_S
-    result["pass"] = result["compact_10mb_s"] < TARGET_S
+    result["pass"] = result["compact_10mb_s"] < TARGET_S and result["append_overhead_ratio"] <= APPEND_TARGET
     return result
 
 
@@ -158,6 +170,11 @@ def table(r: dict[str, Any]) -> str:
         f"check on write: {r['append_with_check_ms']:.3f} ms per append against "
         f"{r['append_without_check_ms']:.3f} ms without ({r['check_overhead_ratio']:.2f}x); "
         f"the check itself {r['check_us']:.1f} us",
+        f"  flush_s              {r['flush_s']:8.4f} s   (summariser alone {r['flush_summarise_s']:.4f} s, "
+        f"plain append {r['flush_plain_append_s']:.4f} s)",
+        f"  append_overhead_ratio {r['append_overhead_ratio']:7.2f}x   "
+        f"(resource {r['append_resource_ms']:.3f} ms vs add_message {r['append_plain_ms']:.3f} ms; target <= {APPEND_TARGET}x: "
+        f"{verdict(r['append_overhead_ratio'] <= APPEND_TARGET)})",
     ])
 
 
@@ -166,6 +183,7 @@ def main() -> int:
     parser.add_argument("--mb", type=float, default=10.0)
     parser.add_argument("--entry-bytes", type=int, default=1000)
     parser.add_argument("--appends", type=int, default=300)
+    parser.add_argument("--resource-appends", type=int, default=2000, help="resource appends per side")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
     return run_main(parser.parse_args(), run, table, "bench-lifecycle-")

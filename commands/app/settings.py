@@ -56,7 +56,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     resummarise_on_delete: bool = True  # a summary deleted with a source is written again
     summary_input_chars: int = 256 * 1024  # the most a summariser is given (about 64k tokens)
     # -- memory resources (issue 17) --
-    # ``[[resources]]`` tables of config.toml (see docs/resources.md); a
+    # ``[[resources]]`` tables of config.toml (see docs/lifecycle.md (Memory resources)); a
     # declaration by a call (``resource.declared``) replaces one of the same id.
     resources: tuple[ResourceSpec, ...] = ()
 

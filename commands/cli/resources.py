@@ -1,5 +1,5 @@
 """CLI commands of memory resources: declare, list, append, read, length,
-trim, replace, expire and delete (see docs/resources.md)."""
+trim, replace, expire and delete (see docs/lifecycle.md (Memory resources))."""
 
 from __future__ import annotations
 
