@@ -173,7 +173,8 @@ def table(r: dict[str, Any]) -> str:
         f"  flush_s              {r['flush_s']:8.4f} s   (summariser alone {r['flush_summarise_s']:.4f} s, "
         f"plain append {r['flush_plain_append_s']:.4f} s)",
         f"  append_overhead_ratio {r['append_overhead_ratio']:7.2f}x   "
-        f"(resource {r['append_resource_ms']:.3f} ms vs add_message {r['append_plain_ms']:.3f} ms; target <= {APPEND_TARGET}x: "
+        f"(resource {r['append_resource_ms']:.3f} ms vs add_message {r['append_plain_ms']:.3f} ms; "
+        f"target <= {APPEND_TARGET}x: "
         f"{verdict(r['append_overhead_ratio'] <= APPEND_TARGET)})",
     ])
 
