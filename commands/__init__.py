@@ -27,9 +27,12 @@ from .app import (
     chars_over_four,
     load_settings,
 )
+from .app.compaction import CompactionReport
 from .app.resources import ResourceMessage
 from .app.resources.handle import ResourceHandle
+from .app.summaries import SummaryReport
 from .memory import MemoryLog
+from .transfer import ImportReport
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -37,12 +40,14 @@ __all__ = [
     "PATTERNS",
     "AsyncMemoryLog",
     "AsyncResourceHandle",
+    "CompactionReport",
     "ContextBlock",
     "ContextSection",
     "DeletionReport",
     "EntryResult",
     "ExtractiveSummariser",
     "HistoryItem",
+    "ImportReport",
     "MemoryLog",
     "MemoryPage",
     "MemoryResult",
@@ -55,6 +60,7 @@ __all__ = [
     "Settings",
     "Store",
     "Summariser",
+    "SummaryReport",
     "TranscriptPage",
     "build_context",
     "chars_over_four",
