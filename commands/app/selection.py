@@ -3,7 +3,14 @@ erase and the texts to scan for after the purge (held in memory only)."""
 
 from __future__ import annotations
 
-from eventstore import DeletedRef, DeletionCriteria, EntryNotFoundError, SessionNotFoundError, entry_texts
+from eventstore import (
+    DeletedRef,
+    DeletionCriteria,
+    EntryNotFoundError,
+    MessageDetails,
+    SessionNotFoundError,
+    entry_texts,
+)
 from projections import EntryView, StoredEntry, ViewReader
 
 __all__ = ["MIN_NEEDLE", "Selection", "select"]
@@ -85,6 +92,22 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
         sel.needle(text)
     for view in views.latest_entries(lambda s: s.session_id == session_id and s.state != "deleted"):
         sel.add_entry(view)
+    _select_resource_items(views, sel, session_id, session.user_id)
+
+
+def _select_resource_items(views: ViewReader, sel: Selection, session_id: str, user_id: str | None) -> None:
+    """The items of memory resources keyed by the session: they carry no
+    session id (they stay out of its transcript), but the session's id as their
+    ``conversation_id`` and a ``resource:`` tag; only its user's sessionless
+    entries are read to find them."""
+    candidates = views.latest_entries(
+        lambda s: s.session_id is None and s.user_id == user_id and s.state != "deleted")
+    for view in candidates:
+        entry = view.entry
+        if (entry is not None and isinstance(entry.details, MessageDetails)
+                and entry.details.conversation_id == session_id
+                and any(t.startswith("resource:") for t in entry.tags)):
+            sel.add_entry(view)
 
 
 def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:

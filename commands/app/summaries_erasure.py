@@ -92,8 +92,12 @@ def _targets(store: Store, request: dict[str, Any]) -> list[_Target]:
 
 
 def _entries(views: ViewReader, ids: Iterable[str]) -> list[_Target]:
+    """The summaries to write again; a memory resource's flush summary is not one
+    (a new summary would stand outside the resource: the resource's next flush
+    folds what remains)."""
     return [_Target(v.entry, v.recorded_seq) for v in views.entries(ids)
-            if v is not None and v.entry is not None]
+            if v is not None and v.entry is not None
+            and not any(t.startswith("resource:") for t in v.entry.tags)]
 
 
 def _resummarise(store: Store, summariser: Summariser, targets: list[_Target], deleted: set[str],

@@ -348,3 +348,20 @@ def test_the_handles_cache_equals_the_views(mem: MemoryLog) -> None:
         assert cached == [(m.id, m.block, m.tokens) for m in chat.read()], i
     kinds = {r.type for r in mem.log.read()}
     assert {"resource.flushed", "resource.evicted"} <= kinds
+
+
+def test_deleting_a_session_erases_the_items_of_resources_keyed_by_it(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    secret, kept = marker(), marker()
+    with MemoryLog.open(root, redact_on_ingest=False) as mem:
+        mem.declare_resource({"id": "notes", "key": "{user_id}:{session_id}", "token_limit": 1000})
+        sid, other = mem.start_session(user_id="dana"), mem.start_session(user_id="dana")
+        mem.resource("notes", user_id="dana", session_id=sid).append(f"the locker code is {secret}")
+        mem.resource("notes", user_id="dana", session_id=other).append(f"keep {kept} here")
+        before = mem.last_seq
+        mem.delete(session_id=sid, reason="erasure request", requested_by="dpo")
+        assert mem.resource("notes", user_id="dana", session_id=sid).read() == []
+        assert len(mem.resource("notes", user_id="dana", session_id=other).read()) == 1
+        assert not any(r.type == "summary.resummarised" for r in mem.log.read(before + 1))
+    assert not scan_tree(root, [secret.encode()])[0]
+    assert scan_tree(root, [kept.encode()])[0]
