@@ -11,13 +11,13 @@ upcaster (see :mod:`eventstore.codec`) when an old shape must be rewritten.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Final, TypeAlias
 
 import msgspec
 from msgspec import Meta
 
-from .timeutil import MAX_MICROS
+from .fields import ID_PATTERN, Count, Days, Id, Label, Micros, Rate, Seq, Text, Unit
+from .specs import BlockName, ResourceBlock, ResourceId, ResourceKey, ResourceSpec
 from .vocabulary import EntryKind, FindingStatus, Level, Role
 
 __all__ = [
@@ -63,26 +63,6 @@ __all__ = [
     "SummaryResummarised",
     "TaskDetails",
 ]
-
-# Ids are checked against ID_PATTERN when written (eventstore.codec), not on
-# every decode: a regex per id field doubled the cost of reading the log.
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z"
-# Times lie in the supported range (eventstore.timeutil): a time beyond it
-# would be stored, and then every read that formats it would fail. Seqs and
-# byte counts fit a signed 64-bit integer.
-MAX_COUNT: Final = (1 << 63) - 1
-Id = Annotated[str, Meta(min_length=1, max_length=128)]
-Text = Annotated[str, Meta(min_length=1)]
-Label = Annotated[str, Meta(min_length=1, max_length=200)]
-Micros = Annotated[int, Meta(ge=0, le=MAX_MICROS)]
-Seq = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
-Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
-Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
-# Finite and not negative: NaN fails ``ge``, infinity fails ``le``.
-Rate = Annotated[float, Meta(ge=0.0, le=sys.float_info.max)]
-# A retention period in days, within the supported range of times.
-Days = Annotated[int, Meta(ge=0, le=MAX_MICROS // 86_400_000_000)]
-
 
 # --- per-kind details of an entry -------------------------------------------
 
@@ -370,37 +350,6 @@ class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type
 # -- memory resources (issue 17) --
 # A resource's items are ``entry.recorded`` events (content, erasable as any
 # entry); these events hold ids, names and counts, never content.
-
-ResourceId = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}\Z")]
-BlockName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,63}\Z")]
-ResourceKey = Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^[A-Za-z0-9._:-]+\Z")]
-Tokens = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
-
-
-class ResourceBlock(msgspec.Struct, frozen=True, gc=False):
-    """A priority block of a resource: 0 is the most important (evicted last);
-    its budget is the lower of ``ratio`` x the resource's limit and ``max_tokens``."""
-
-    name: BlockName
-    priority: Annotated[int, Meta(ge=0, le=1000)] = 0
-    ratio: Unit | None = None
-    max_tokens: Tokens | None = None
-
-
-class ResourceSpec(msgspec.Struct, frozen=True, gc=False):
-    """A token-managed memory resource (seed 003): key template, limit, blocks,
-    flushing, TTL and the share of a context budget it may take."""
-
-    id: ResourceId
-    key: Annotated[str, Meta(min_length=1, max_length=512)]
-    token_limit: Tokens
-    blocks: tuple[ResourceBlock, ...] = ()
-    flush_threshold: Unit = 0.8
-    flush_fraction: Unit = 0.3
-    ttl_seconds: Annotated[int, Meta(ge=1, le=MAX_MICROS // 1_000_000)] | None = None
-    context_ratio: Unit = 0.3
-    default_block: BlockName | None = None
-
 
 class ResourceDeclared(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.declared"):
     """A memory resource was declared (or declared again, replacing its spec)."""
