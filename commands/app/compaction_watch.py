@@ -15,7 +15,7 @@ its messages back to the first one already summarised. Inside a batch the
 check waits for the batch's end.
 
 A failure of the maintenance (a race lost five times, a summariser that
-returns nothing or too much, a session gone meanwhile, a full disk) never
+returns nothing, too much, or raises, a session gone meanwhile, a full disk) never
 fails the write that triggered it, which did land: it is logged (ids and
 error code only; a storage error as a warning) and the next write tries
 again. A disk that stays full fails that next write itself, before it writes.
@@ -108,6 +108,9 @@ class LifecycleWatch:
         except StorageError as exc:
             _log.warning("life-cycle maintenance failed on storage; the next write tries again",
                          session_id=sid, code=exc.code)
+        except Exception as exc:  # a plugged summariser's own failure (its type only: no content)
+            _log.warning("life-cycle maintenance failed; the next write tries again", session_id=sid,
+                         error=type(exc).__name__)
         finally:
             self._busy = False
             self._tallies.pop(sid, None)

@@ -365,3 +365,15 @@ def test_deleting_a_session_erases_the_items_of_resources_keyed_by_it(tmp_path: 
         assert not any(r.type == "summary.resummarised" for r in mem.log.read(before + 1))
     assert not scan_tree(root, [secret.encode()])[0]
     assert scan_tree(root, [kept.encode()])[0]
+
+
+def test_a_flush_that_folds_the_item_just_appended_keeps_its_text(tmp_path: Path) -> None:
+    big = marker()
+    with MemoryLog.open(tmp_path / "store", redact_on_ingest=False) as mem:
+        mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 100})
+        chat = mem.resource("chat", user_id="erin")
+        chat.append("a short opening line about the plan")
+        last = chat.append(f"The long reply names {big} and then goes on. " + "More words follow here. " * 14)
+        folded = [mem.show(i.id) for i in chat.read() if i.kind == "summary"]
+        assert [s for s in folded if last in s.derived_from]  # the flush took the new item
+        assert all(big in (s.content or "") for s in folded if last in s.derived_from)

@@ -223,3 +223,15 @@ def test_read_only_refuses_compaction_and_summaries(tmp_path: Path, run: Run, st
         assert code == 4 and "E_READ_ONLY" in err
     with MemoryLog.open(store, embedder=None, read_only=True) as mem:
         assert mem.log.head().seq == head
+
+
+def test_a_summariser_that_raises_never_fails_the_write_that_landed(tmp_path: Path) -> None:
+    def broken(texts: object) -> str:
+        raise ConnectionError("the model is down")
+
+    with MemoryLog.open(tmp_path / "s", embedder=None, summary_threshold_tokens=10,
+                        summariser=broken) as mem:
+        sid = mem.start_session()
+        ids = [mem.add_message(sid, role="user", content=f"message {i} about the rollout plan")
+               for i in range(5)]
+        assert mem.transcript(sid).total == len(ids) == 5

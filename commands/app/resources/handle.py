@@ -100,7 +100,8 @@ class ResourceHandle:
 
         def decide(items: list[Item]) -> list[Event]:
             item = Item(entry.entry_id, where, token_count(entry.content), entry.occurred_at)
-            return [entry, self._appended(entry.entry_id, where), *self._maintain([*items, item])]
+            pending = {entry.entry_id: entry.content}  # not in the views yet: a flush may fold it
+            return [entry, self._appended(entry.entry_id, where), *self._maintain([*items, item], pending)]
 
         self._write(decide)
         _log.info("resource item appended", resource_id=self.spec.id, entry_id=entry.entry_id)
@@ -139,7 +140,7 @@ class ResourceHandle:
             for entry, where in new:
                 events += [entry, self._appended(entry.entry_id, where)]
                 items.append(Item(entry.entry_id, where, token_count(entry.content), entry.occurred_at))
-            return events + self._maintain(items)
+            return events + self._maintain(items, {entry.entry_id: entry.content for entry, _ in new})
 
         self._write(decide)
         return [entry.entry_id for entry, _ in new]
@@ -207,8 +208,9 @@ class ResourceHandle:
         self._cache = (stamp, found)
         return list(found)
 
-    def _maintain(self, items: list[Item]) -> list[Event]:
-        """The TTL evictions, the flush and the evictions ``items`` call for."""
+    def _maintain(self, items: list[Item], pending: Mapping[str, str]) -> list[Event]:
+        """The TTL evictions, the flush and the evictions ``items`` call for
+        (``pending``: the texts of the items this very append records)."""
         events: list[Event] = []
         gone = expired(items, self.spec, now_micros())
         if gone:
@@ -216,7 +218,7 @@ class ResourceHandle:
             events.append(ResourceEvicted(self.spec.id, self.key, gone, "ttl", total(items), total(left)))
             items = left
         flush = plan_flush(items, self.spec)
-        texts = [] if flush is None else self._texts(flush[1])
+        texts = [] if flush is None else self._texts(flush[1], pending)
         if flush is not None and texts:
             flushed, items = self._flush(items, *flush, texts)
             events += flushed
@@ -249,10 +251,18 @@ class ResourceHandle:
         _log.info("resource flushed", resource_id=self.spec.id, items=len(ids))
         return [summary, event], left
 
-    def _texts(self, ids: Sequence[str]) -> list[str]:
+    def _texts(self, ids: Sequence[str], pending: Mapping[str, str]) -> list[str]:
+        """The texts of ``ids`` in order: from the views, or from this append's own items."""
         with self.store.read() as views:
-            found = views.entries(ids)
-        return [v.entry.content for v in found if v is not None and v.entry is not None]
+            found = dict(zip(ids, views.entries(ids), strict=True))
+        texts = []
+        for eid in ids:
+            view = found[eid]
+            if eid in pending:
+                texts.append(pending[eid])
+            elif view is not None and view.entry is not None:
+                texts.append(view.entry.content)
+        return texts
 
     def _block(self, block: str | None) -> str:
         name = default_block(self.spec) if block is None else block
