@@ -76,6 +76,13 @@ class SharedEnv:
         self.env: Any = None
         self.dbs: dict[bytes, Any] = {}
         self.opened = False
+        # Threads inside an operation use ``env``; a reopen waits until none does
+        # (closing an environment under another thread's transaction leaves that
+        # thread's robust-mutex list pointing into the unmapped lock file, and the
+        # thread's next LMDB lock crashes the process).
+        self._users = threading.Condition()
+        self._active = 0
+        self._depth = threading.local()
         try:
             with self.lock.shared():  # no purge swaps files while they are checked
                 self._open()
@@ -152,14 +159,35 @@ class SharedEnv:
 
     @contextlib.contextmanager
     def operation(self) -> Iterator[Any]:
-        """Hold the maintenance lock shared; reopen if a purge swapped files."""
+        """Hold the maintenance lock shared; reopen if a purge swapped files,
+        once no other thread of this process is using the old environment."""
         with self.lock.shared():
-            generation = read_int_file(self.path / "generation")
-            if generation == RETIRED:
-                raise RetiredError(f"{self.path} was replaced by a rebuild; reopen the store")
-            if self.env is None or generation != self.generation:
-                self.reopen()
-            yield self.env
+            depth = getattr(self._depth, "n", 0)
+            self._enter(depth)
+            self._depth.n = depth + 1
+            try:
+                yield self.env
+            finally:
+                self._depth.n = depth
+                with self._users:
+                    self._active -= 1
+                    self._users.notify_all()
+
+    def _enter(self, depth: int) -> None:
+        """Count this thread in, first adopting a new generation when no other
+        thread is inside an operation (``depth``: this thread's own, outer ones)."""
+        with self._users:
+            while True:
+                generation = read_int_file(self.path / "generation")
+                if generation == RETIRED:
+                    raise RetiredError(f"{self.path} was replaced by a rebuild; reopen the store")
+                if self.env is not None and generation == self.generation:
+                    break
+                if self._active <= depth:
+                    self.reopen()
+                    break
+                self._users.wait()
+            self._active += 1
 
     def retire(self, timeout: float) -> None:
         """Mark the environment replaced (under the exclusive lock) and close it."""
