@@ -86,7 +86,8 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
     if session is None:
         raise SessionNotFoundError(f"session {session_id} not found")
     sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
-    sel.seqs.add(session.started_seq)
+    # every manifest change: its metadata, tags, and the reasons of archive and close
+    sel.seqs.update(views.session_change_seqs(session_id) or [session.started_seq])
     for text in (*session.metadata.keys(), *session.metadata.values(), *session.tags,
                  *((session.channel,) if session.channel else ())):
         sel.needle(text)

@@ -272,6 +272,13 @@ class ViewReader:
         raw = latest_version(self.txn, self.dbs[b"sessions"], session_id, self.as_of)
         return None if raw is None else _session(raw)
 
+    def session_change_seqs(self, session_id: str) -> list[int]:
+        """The seqs of the events that changed the session's manifest (started,
+        updated, archived, restored, closed) up to ``as_of``: what erasing the
+        session must erase besides its entries."""
+        return [seq for seq, _ in all_versions(self.txn, self.dbs[b"sessions"], session_id)
+                if self.as_of is None or seq <= self.as_of]
+
     def sessions(self) -> Iterator[SessionView]:
         """Every session known at ``as_of``, in id order."""
         cursor = self.txn.cursor(db=self.dbs[b"sessions"])

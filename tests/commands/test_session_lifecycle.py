@@ -129,3 +129,25 @@ def test_cli_update_transcript_close(tmp_path: Path) -> None:
     shown = json.loads(run(cli, [*d, "--json", "session", "show", sid]).output)
     assert shown["closed"] and shown["tags"] == ["t1"] and shown["metadata"] == {"a": "b"}
     assert run(cli, [*d, "session", "update", sid, "--tag", "x", "--clear-tags"]).exit_code == 2
+
+
+def test_deleting_a_session_erases_its_updates_and_reasons(tmp_path: Path) -> None:
+    from commands.app.scan import scan_tree
+
+    root = tmp_path / "d"
+    markers = {name: f"zq{name}marker{i}" for i, name in enumerate(("meta", "tag", "close", "archive"))}
+    with MemoryLog.open(root, embedder=None) as mem:
+        sid = mem.start_session(user_id="alice")
+        mem.add_message(sid, role="user", content="hello")
+        mem.update_session(sid, metadata={"note": markers["meta"]}, tags=[markers["tag"]])
+        mem.archive_session(sid, reason=markers["archive"])
+        mem.restore_session(sid)
+        mem.close_session(sid, reason=markers["close"])
+        assert all(scan_tree(root, [m.encode()])[0] for m in markers.values())
+        mem.delete(session_id=sid, reason="erasure", requested_by="dpo")
+    for name, marker in markers.items():
+        assert not scan_tree(root, [marker.encode()])[0], name
+    with MemoryLog.open(root, embedder=None) as mem:
+        assert mem.verify().ok
+        with pytest.raises(SessionNotFoundError):
+            mem.session(sid)
