@@ -357,9 +357,12 @@ class MemoryLog:
     def redact(self, entry_id: str, *, patterns: Iterable[str] | None = None,
                regex: str | None = None, reason: str, requested_by: str,
                defer: bool = False) -> DeletionReport:
-        """Remove spans (email, api_key, password, or a regex) from every text of an entry, for good."""
-        return forgetting.redact(self.store, entry_id, patterns=patterns, regex=regex, reason=reason,
-                                 requested_by=requested_by, defer=defer)
+        """Remove spans (email, api_key, password, or a regex) from every text of an entry, for
+        good; the summaries derived from it are deleted and written again from the redacted text."""
+        report = forgetting.redact(self.store, entry_id, patterns=patterns, regex=regex, reason=reason,
+                                   requested_by=requested_by, defer=defer)
+        summaries_erasure.after_redaction(self.store, self.summariser, entry_id, requested_by, defer)
+        return report
 
     def retention(self, as_of: Any = None, days: dict[str, int] | None = None,
                   defer: bool = False) -> DeletionReport | None:

@@ -210,3 +210,12 @@ def test_ingest_redaction_applies_to_imports(tmp_path: Path) -> None:
     for file in store.rglob("*"):
         if file.is_file():
             assert SECRET_EMAIL.encode() not in file.read_bytes(), file
+
+
+def test_a_refusal_never_repeats_a_value_of_the_source() -> None:
+    from commands.transfer.ingest import _reason
+
+    for message in ("details: Invalid enum value 'LEAK-hunter2' - at `$.severity`",
+                    "invalid key 'LEAK hunter2 ///': use a-z, digits and _",
+                    'role must be one of user, assistant (got "LEAK-hunter2")'):
+        assert "hunter2" not in _reason(message)

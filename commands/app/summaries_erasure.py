@@ -42,7 +42,7 @@ from .store import Store
 from .summarise import Summariser
 from .validate import check_choice, check_id, check_ids, check_labels, to_time
 
-__all__ = ["delete"]
+__all__ = ["after_redaction", "delete"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,28 @@ def delete(store: Store, summariser: Summariser, *, resummarise: bool | None = N
     targets = _targets(store, request) if wanted and request.get("include_derived", True) else []
     report = _delete(store, **request)
     if targets:
+        _resummarise(store, summariser, targets, set(report.ids), report.request_id)
+    return report
+
+
+def after_redaction(store: Store, summariser: Summariser, entry_id: str, requested_by: str,
+                    defer: bool = False) -> DeletionReport | None:
+    """Redaction follows derivation too: the summaries derived from a redacted
+    entry (and the summaries of those) hold the text it removed, so they are
+    deleted and, unless ``resummarise_on_delete`` is off, written again from
+    their sources as they are now (the redacted entry's remaining text
+    included). None when no summary derives from the entry."""
+    with store.read() as views:
+        children = [v for v in views.entries(views.derived_from(entry_id)) if v is not None]
+        ids = tuple(v.entry_id for v in children if v.kind == "summary" and v.state != "deleted")
+        if not ids:
+            return None
+        every = select(views, DeletionCriteria(ids=ids))
+        found = sorted((r for r in every.refs.values() if r.kind == "summary"), key=lambda r: r.recorded_seq)
+        targets = _entries(views, [r.entry_id for r in found])
+    report = _delete(store, ids=list(ids), reason="redaction follows derivation",
+                     requested_by=requested_by, defer=defer)
+    if targets and store.settings.resummarise_on_delete:
         _resummarise(store, summariser, targets, set(report.ids), report.request_id)
     return report
 

@@ -54,6 +54,7 @@ _DETAILS: dict[str, type[Details]] = {
 }
 _GOT = re.compile(r"\s*\(got .*?\)(?=;|$| \(|\Z)", re.S)
 _TIME = re.compile(r"invalid time .*?: use", re.S)
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # any value a validator quotes (msgspec's enums, keys)
 # What a single record may fail with; anything else (storage, a conflict) stops the import.
 _RECORD_ERRORS = (InvalidInputError, NotFoundError, SessionArchivedError, SessionClosedError)
 
@@ -182,9 +183,9 @@ def refuse_unreadable(recs: Sequence[Record], skip_bad: bool = False) -> None:
 
 
 def _reason(message: str) -> str:
-    """A refusal's reason without the value it quotes (``(got '...')``): a
-    report names fields, never what a source held."""
-    return _TIME.sub("invalid time: use", _GOT.sub("", message))
+    """A refusal's reason without the values it quotes (``(got '...')``, any
+    quoted value): a report names fields, never what a source held."""
+    return _QUOTED.sub("(a value)", _TIME.sub("invalid time: use", _GOT.sub("", message)))
 
 
 def _refusal(bad: list[BadRecord]) -> ImportRecordError:

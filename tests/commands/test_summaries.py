@@ -235,3 +235,22 @@ def test_a_summariser_that_raises_never_fails_the_write_that_landed(tmp_path: Pa
         ids = [mem.add_message(sid, role="user", content=f"message {i} about the rollout plan")
                for i in range(5)]
         assert mem.transcript(sid).total == len(ids) == 5
+
+
+def test_redaction_follows_derivation_into_summaries(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    token = "zqredactme" + secrets.token_hex(8)
+    with MemoryLog.open(root, embedder=None, auto_summarise=False) as mem:
+        sid = mem.start_session(user_id="alice")
+        first = mem.add_message(sid, role="user", content=f"The vault code is {token} and the door is blue.")
+        for i in range(12):
+            mem.add_message(sid, role="user", content=f"Message {i} talks about the door and the vault.")
+        report = mem.summarise(sid, force=True)
+        assert report.summary_id and token in (mem.show(report.summary_id).content or "")
+        mem.redact(first, regex="zqredactme[0-9a-f]+", reason="leak", requested_by="dpo")
+        assert mem.show(report.summary_id).state == "deleted"
+        again = [r.event for r in mem.log.read() if r.type == "summary.resummarised"]
+        assert again and again[-1].replaced_entry_id == report.summary_id  # type: ignore[union-attr]
+        assert token not in (mem.show(again[-1].summary_entry_id).content or "")  # type: ignore[union-attr]
+        assert token not in "".join(mem.export("jsonl"))
+    assert not scan_tree(root, [token.encode()])[0]
