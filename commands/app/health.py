@@ -15,7 +15,8 @@ from typing import Any, Final
 from eventstore import StorageError, format_micros
 
 from . import purging
-from .maintenance import dir_size
+from .compaction import sessions_over
+from .maintenance import disk_sizes
 from .metrics import METRICS, render
 from .store import Store
 
@@ -53,7 +54,7 @@ def health(store: Store, tail: int = TAIL, session_limit: int | None = None) -> 
                  "recorded_at": format_micros(head.recorded_at) if head.seq else None},
         "verify_tail": {"ok": checked.ok, "checked": checked.events,
                         "first_bad_seq": checked.first_bad_seq, "problem": checked.problem},
-        "lag": lag, "bytes_on_disk": _sizes(store),
+        "lag": lag, "bytes_on_disk": disk_sizes(store),
         "last": {name: _last(store, counters.get(f"last:{kind}")) for name, kind in LAST_EVENTS.items()},
         "pending_purges": pending, "skipped_events": skipped,
         "sessions_over_limit": {"limit_bytes": session_limit, "count": len(over), "ids": over[:20]},
@@ -68,7 +69,8 @@ def _from_views(store: Store, limit: int) -> tuple[dict[str, int], int, list[str
     views; a log the views cannot catch up on gives its error (code and seq)."""
     try:
         with store.read() as views:
-            return views.counters(), len(views.skipped()), _over_limit(views, limit), None
+            counters, skipped = views.counters(), len(views.skipped())
+        return counters, skipped, [sid for sid, _ in sessions_over(store, limit)], None
     except StorageError as exc:
         return {}, 0, [], f"{exc.code}: {exc.message}"
 
@@ -82,7 +84,7 @@ def metrics_text(store: Store) -> str:
     series: dict[str, dict[str, float]] = {
         "memlog_events_total": {f'type="{k[5:]}"': v for k, v in counters.items() if k.startswith("type:")},
         "memlog_entries": {f'kind="{k[5:]}"': v for k, v in counters.items() if k.startswith("kind:")},
-        "memlog_bytes": {f'part="{k}"': v for k, v in _sizes(store).items()},
+        "memlog_bytes": {f'part="{k}"': v for k, v in disk_sizes(store).items()},
         "memlog_projection_lag_events": {f'projection="{k}"': v for k, v in lag.items() if v is not None},
         "memlog_head_seq": {"": head},
     }
@@ -100,20 +102,10 @@ def _lag(store: Store, head: int) -> dict[str, int | None]:
     return {"views": views, "search": search, "vectors": vectors}
 
 
-def _sizes(store: Store) -> dict[str, int]:
-    sizes = {name: dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
-    sizes["log"] = dir_size(store.data_dir / "log")
-    return sizes
-
-
 def _last(store: Store, seq: int | None) -> dict[str, Any] | None:
     if not seq:
         return None
     return {"seq": seq, "at": format_micros(store.log.get(seq).recorded_at)}
-
-
-def _over_limit(views: Any, limit: int) -> list[str]:
-    return [v.session_id for v in views.sessions() if views.session_stats(v.session_id).bytes > limit]
 
 
 def _status(report: dict[str, Any]) -> str:

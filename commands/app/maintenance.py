@@ -16,7 +16,8 @@ from .store import Store
 from .validate import check_choice, check_rates, check_unit, to_time
 
 __all__ = [
-    "PROJECTIONS", "apply_decay", "decay_params", "dir_size", "params_dict", "replay", "stats", "verify",
+    "PROJECTIONS", "apply_decay", "decay_params", "dir_size", "disk_sizes", "params_dict", "replay", "stats",
+    "verify",
 ]
 
 PROJECTIONS = ("views", "search", "vectors")
@@ -92,8 +93,7 @@ def stats(store: Store) -> dict[str, Any]:
         checkpoint = views.checkpoint()
     skipped = [msgspec.to_builtins(s) for s in store.proj.skipped()]
     assert store.proj.search_index is not None
-    sizes = {name: dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
-    sizes["log"] = dir_size(store.data_dir / "log")
+    sizes = disk_sizes(store)
     checkpoints = {"views": checkpoint, "search": store.proj.search_index.checkpoint()}
     return {
         "events": head.seq, "head_seq": head.seq, "head_hash": head.hash,
@@ -116,6 +116,13 @@ def _vector_stats(store: Store, checkpoints: dict[str, int]) -> dict[str, Any] |
     vectors = store.proj.vectors
     checkpoints["vectors"] = 0 if vectors is None else vectors.checkpoint()
     return {"name": embedder.name, "dim": embedder.dim, "vectors": 0 if vectors is None else len(vectors)}
+
+
+def disk_sizes(store: Store) -> dict[str, int]:
+    """Bytes on disk of each part of the data directory: the projections' and the log."""
+    sizes = {name: dir_size(store.proj.root / name) for name in ("views", "search", "vectors")}
+    sizes["log"] = dir_size(store.data_dir / "log")
+    return sizes
 
 
 def dir_size(path: Path) -> int:
