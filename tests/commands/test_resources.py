@@ -377,3 +377,15 @@ def test_a_flush_that_folds_the_item_just_appended_keeps_its_text(tmp_path: Path
         folded = [mem.show(i.id) for i in chat.read() if i.kind == "summary"]
         assert [s for s in folded if last in s.derived_from]  # the flush took the new item
         assert all(big in (s.content or "") for s in folded if last in s.derived_from)
+
+
+def test_two_resources_with_one_key_template_keep_their_own_items(mem: MemoryLog) -> None:
+    """The instance key starts with the resource's id: ``notes`` and ``chat`` keyed
+    by the same user never share items."""
+    mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 1000})
+    mem.declare_resource({"id": "notes", "key": "{user_id}", "token_limit": 1000})
+    chat, notes = mem.resource("chat", user_id="alice"), mem.resource("notes", user_id="alice")
+    said = chat.append("hello there")
+    noted = notes.append("remember the milk")
+    assert [m.id for m in chat.read()] == [said] and [m.id for m in notes.read()] == [noted]
+    assert chat.key != notes.key

@@ -43,7 +43,7 @@ from ..summarise import ExtractiveSummariser, Summariser, check_summary
 from ..validate import check_choice, check_id
 from .policy import Item, expired, plan_evictions, plan_flush, total
 from .reading import ResourceMessage, find_spec, live_items, to_item, to_message, token_count
-from .spec import blocks_of, default_block, render_key, stream_of
+from .spec import blocks_of, default_block, instance_key, stream_of
 
 __all__ = ["ResourceHandle"]
 
@@ -62,13 +62,29 @@ class ResourceHandle:
         self.agent_id = None if agent_id is None else check_id(agent_id, "agent id")
         with store.read() as views:
             self.spec: ResourceSpec = find_spec(store.settings.resources, views, resource_id)
-        self.key = render_key(self.spec.key, {"user_id": self.user_id, "session_id": self.session_id,
+        self.key = instance_key(self.spec, {"user_id": self.user_id, "session_id": self.session_id,
                                               "agent_id": self.agent_id})
         self.stream = stream_of(self.key)
         self.summariser = summariser
         self._blocks = {b.name for b in blocks_of(self.spec)}
         # ((resource stream version, system stream version), items)
         self._cache: tuple[tuple[int, int], list[Item]] | None = None
+
+    @classmethod
+    def at_key(cls, store: Store, spec: ResourceSpec, key: str,
+               summariser: Summariser | None = None) -> ResourceHandle:
+        """The handle of the instance stored under ``key`` (as ``resource_keys`` lists it)."""
+        handle = cls.__new__(cls)
+        handle.store, handle.spec, handle.key, handle.summariser = store, spec, key, summariser
+        handle.user_id = handle.session_id = handle.agent_id = None
+        with store.read() as views:  # the key's ids, as its items carry them
+            for _, view in live_items(views, key, spec, None)[:1]:
+                assert view.entry is not None
+                handle.user_id, handle.agent_id = view.entry.user_id, view.entry.agent_id
+        handle.stream = stream_of(key)
+        handle._blocks = {b.name for b in blocks_of(spec)}
+        handle._cache = None
+        return handle
 
     @property
     def id(self) -> str:
@@ -160,6 +176,18 @@ class ResourceHandle:
         self._write(decide)
         return len(removed)
 
+    def tidy(self, actor: str | None = None) -> int:
+        """Evict what is past the TTL, then flush and evict as the items call for now
+        (``memlog maintain``); returns how many events were written."""
+        written: list[Event] = []
+
+        def decide(current: list[Item]) -> list[Event]:
+            written[:] = self._maintain(current, {})
+            return list(written)
+
+        self._write(decide, actor)
+        return len(written)
+
     def delete(self, *, reason: str, requested_by: str) -> DeletionReport:
         """Erase every entry the resource ever held (items, evicted items and
         summaries) through the deletion pipeline, purge included."""
@@ -173,7 +201,7 @@ class ResourceHandle:
 
     # -- plumbing -------------------------------------------------------------
 
-    def _write(self, decide: Any) -> None:
+    def _write(self, decide: Any, actor: str | None = None) -> None:
         """Append what ``decide(items)`` returns to the resource's stream (nothing
         when it returns nothing), expecting the stream's version; decide again on a race."""
         if self.store.writer.batching:
@@ -185,7 +213,7 @@ class ResourceHandle:
             if not events:
                 return
             try:
-                result = self.store.log.append(self.stream, events, actor=self.store.writer.actor,
+                result = self.store.log.append(self.stream, events, actor=actor or self.store.writer.actor,
                                                expected_version=stamp[0])
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:

@@ -20,7 +20,7 @@ from projections import SessionView, ViewReader
 
 from ..fitting import Section
 from .reading import live_items, specs
-from .spec import block_budgets, blocks_of, render_key
+from .spec import block_budgets, blocks_of, instance_key
 
 __all__ = ["resource_sections", "session_values"]
 
@@ -39,7 +39,7 @@ def resource_sections(configured: Iterable[ResourceSpec], views: ViewReader, ses
     values = session_values(session)
     for spec in specs(configured, views).values():
         try:
-            key = render_key(spec.key, values)
+            key = instance_key(spec, values)
         except InvalidInputError:
             continue
         items = live_items(views, key, spec, now)

@@ -31,6 +31,7 @@ __all__ = [
     "check_spec",
     "check_specs",
     "default_block",
+    "instance_key",
     "key_fields",
     "make_spec",
     "render_key",
@@ -79,6 +80,12 @@ def render_key(template: str, values: Mapping[str, str | None]) -> str:
     if not key.strip("_"):
         raise InvalidInputError("the resource key is empty once sanitised")
     return key
+
+
+def instance_key(spec: ResourceSpec, values: Mapping[str, str | None]) -> str:
+    """The key of one instance of ``spec``: the resource's id, then its key template
+    filled with ``values`` (two resources with the same template never share items)."""
+    return render_key(f"{spec.id}:{spec.key}", values)
 
 
 def stream_of(key: str) -> str:
