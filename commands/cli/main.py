@@ -18,6 +18,7 @@ from . import (
     health,
     integrate,
     lifecycle,
+    maintain,
     privacy,
     read,
     resources,
@@ -53,6 +54,7 @@ for _command in (
     integrate.mcp, transfer.import_, transfer.export,
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
     resources.resource,  # memory resources (issue 17)
+    maintain.maintain,  # -- maintain (issue 18) --
 ):
     cli.add_command(_command)
 

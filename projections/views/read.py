@@ -402,6 +402,25 @@ class ViewReader:
         raw = latest_version(self.txn, self.dbs[b"resources"], ACTIVITY, self.as_of)
         return ResourceActivity() if raw is None else _resource_activity(raw)
 
+    # -- maintain (issue 18) --
+
+    def resource_keys(self) -> list[str]:
+        """Every resource instance's key that has a version at ``as_of``, in key
+        order (one cursor seek per key, whatever its number of versions)."""
+        out: list[str] = []
+        with self.txn.cursor(self.dbs[b"resources"]) as cur:
+            found = cur.set_range(b"key:")
+            while found:
+                raw = bytes(cur.key())
+                if not raw.startswith(b"key:"):
+                    break
+                entity = raw[:-9]  # entity | SEP | seq(8)
+                key = entity[4:].decode()
+                if self.as_of is None or self.resource_state(key) is not None:
+                    out.append(key)
+                found = cur.set_range(entity + SEP + b"\xff" * 9)
+        return out
+
 
 _resource_spec = msgspec.msgpack.Decoder(ResourceSpec).decode
 _resource_state = msgspec.msgpack.Decoder(ResourceState).decode

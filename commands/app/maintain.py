@@ -1,0 +1,136 @@
+"""``memlog maintain``: every due piece of upkeep, once (issue 18).
+
+A run asks each :class:`~commands.app.upkeep.Step` what is due (reads of the
+views only), then does each due item in turn, writing events with the actor
+``memlog/maintain`` and the item's reason. The steps run in this order, each
+seeing what the ones before it wrote:
+
+1. extraction of closed sessions not yet extracted;
+2. compaction of sessions at ``compact_at`` of their size limit;
+3. memory resources: TTL evictions and flushes a resource is due;
+4. retention by count (the oldest lessons past ``lesson_limit`` per scope);
+5. ephemeral sessions past their age or count;
+6. sessions idle ``archive_idle_days`` or more are archived.
+
+**One at a time.** A run holds an exclusive lock on ``<dir>/maintain.lock``
+(``flock``, released by the kernel if the process dies); a second run, from
+cron or by hand, does not wait: it raises
+:class:`~eventstore.LockTimeoutError` (``E_LOCK_TIMEOUT``, exit 5) and does
+nothing. Every write still goes through the log with expected versions, so a
+run and ordinary writers in other processes interleave safely.
+
+**Dry run.** Only the ``due`` half runs: the report lists what would be done,
+nothing is written and no lock is taken, so the log's head is unchanged.
+
+**Failures.** An item that fails (a race lost five times, a session deleted
+meanwhile) is reported with its error code and the run goes on; the report
+counts it and the CLI exits 1. The report holds ids, counts and reasons,
+never content.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import msgspec
+
+from eventstore import LockTimeoutError, MemlogError, now_micros
+
+from . import log as _log
+from .store import Store
+from .summarise import Summariser
+from .upkeep import MAINTAIN_ACTOR, Due, Step, StepContext
+
+__all__ = ["LOCK_NAME", "MaintainReport", "Progress", "StepReport", "maintain", "run_lock"]
+
+LOCK_NAME = "maintain.lock"
+
+# (step name, items done, items due in the step) after each item; the CLI draws a bar.
+Progress = Callable[[str, int, int], None]
+
+
+class StepReport(msgspec.Struct, frozen=True):
+    """One step of a run: what was due, how many events it wrote, what failed
+    (``target: E_CODE``)."""
+
+    name: str
+    due: list[Due]
+    events: int = 0
+    failed: list[str] = []
+
+
+class MaintainReport(msgspec.Struct, frozen=True):
+    """A run: its steps in order, whether it was dry, when it ran and how long it took."""
+
+    dry_run: bool
+    at: int
+    seconds: float
+    steps: list[StepReport]
+
+    @property
+    def due(self) -> int:
+        """How many items were due in all."""
+        return sum(len(s.due) for s in self.steps)
+
+    @property
+    def failed(self) -> int:
+        """How many items failed."""
+        return sum(len(s.failed) for s in self.steps)
+
+
+@contextmanager
+def run_lock(store: Store) -> Iterator[None]:
+    """Hold ``<dir>/maintain.lock`` for the run, or raise LockTimeoutError at once."""
+    path = store.data_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockTimeoutError(
+                "another memlog maintain is running on this store; this run did nothing "
+                "(run it again when that one ends)") from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def maintain(store: Store, summariser: Summariser, steps: Sequence[Step], *, dry_run: bool = False,
+             progress: Progress | None = None, now: int | None = None) -> MaintainReport:
+    """Run every step's due work once (``dry_run``: only list it)."""
+    started = time.perf_counter()
+    at = now_micros() if now is None else now
+    if dry_run:
+        reports = [StepReport(step.name, step.due(store, at)) for step in steps]
+    else:
+        store.check_writable("maintenance")
+        with run_lock(store):
+            reports = _run(store, summariser, steps, at, progress)
+    report = MaintainReport(dry_run, at, round(time.perf_counter() - started, 6), reports)
+    _log.info("maintain ran", dry_run=dry_run, due=report.due, failed=report.failed,
+              seconds=report.seconds)
+    return report
+
+
+def _run(store: Store, summariser: Summariser, steps: Sequence[Step], at: int,
+         progress: Progress | None) -> list[StepReport]:
+    """Each step's due list, then its items in turn; later steps see earlier steps' writes."""
+    context = StepContext(actor=MAINTAIN_ACTOR, now=at, summariser=summariser)
+    reports: list[StepReport] = []
+    for step in steps:
+        due = step.due(store, at)
+        events, failed = 0, []
+        for done, item in enumerate(due, 1):
+            try:
+                events += step.run(store, item, context)
+            except MemlogError as exc:
+                failed.append(f"{item.target}: {exc.code}")
+                _log.warning("maintain item failed", step=step.name, target=item.target, code=exc.code)
+            if progress is not None:
+                progress(step.name, done, len(due))
+        reports.append(StepReport(step.name, due, events, failed))
+    return reports

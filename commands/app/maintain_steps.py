@@ -1,0 +1,68 @@
+"""The maintenance steps of the life-cycle issue (compaction, memory resources)
+and the list ``memlog maintain`` runs, in order (see :mod:`commands.app.maintain`).
+
+Each ``due`` reads the views only: the sessions' statistics for compaction,
+and for resources the oldest item of each instance whose spec has a TTL.
+"""
+
+from __future__ import annotations
+
+from .compaction import compact_session, sessions_over, threshold_bytes
+from .resources.handle import ResourceHandle
+from .resources.reading import specs
+from .store import Store
+from .upkeep import Due, Step, StepContext
+
+__all__ = ["COMPACTION_STEP", "RESOURCE_STEP", "default_steps"]
+
+
+def _compaction_due(store: Store, now: int) -> list[Due]:
+    bound = threshold_bytes(store.settings)
+    return [Due("compaction", sid, f"{size} bytes, at or over {bound} "
+                f"({store.settings.compact_at:.0%} of the {store.settings.session_limit_bytes}-byte limit)")
+            for sid, size in sessions_over(store, bound)]
+
+
+def _compact(store: Store, due: Due, context: StepContext) -> int:
+    report = compact_session(store, context.summariser, due.target)
+    return 2 if report.compacted else 0  # the summary and session.compacted
+
+
+COMPACTION_STEP = Step("compaction", _compaction_due, _compact)
+
+
+def _resource_due(store: Store, now: int) -> list[Due]:
+    out: list[Due] = []
+    with store.read() as views:
+        by_id = specs(store.settings.resources, views)
+        for key in views.resource_keys():
+            state = views.resource_state(key)
+            spec = None if state is None else by_id.get(state.resource_id)
+            if state is None or spec is None or spec.ttl_seconds is None:
+                continue
+            cutoff = now - spec.ttl_seconds * 1_000_000
+            stored = (views.stored_entry(i.entry_id) for i in state.items)
+            old = sum(1 for s in stored if s is not None and s.state in ("live", "redacted")
+                      and s.occurred_at < cutoff)
+            if old:
+                out.append(Due("resources", key, f"resource {spec.id}: {old} item(s) past the "
+                               f"{spec.ttl_seconds}-second TTL", items=old))
+    return out
+
+
+def _tidy(store: Store, due: Due, context: StepContext) -> int:
+    with store.read() as views:
+        state = views.resource_state(due.target)
+        spec = None if state is None else specs(store.settings.resources, views).get(state.resource_id)
+    if spec is None:
+        return 0
+    return ResourceHandle.at_key(store, spec, due.target, context.summariser).tidy(context.actor)
+
+
+RESOURCE_STEP = Step("resources", _resource_due, _tidy)
+
+
+def default_steps() -> list[Step]:
+    """The steps ``memlog maintain`` runs, in order."""
+    return [COMPACTION_STEP, RESOURCE_STEP]
+
