@@ -15,10 +15,10 @@ import pytest
 from commands import MemoryLog
 from commands.app.maintain import maintain
 from commands.app.maintain_steps import default_steps
+from commands.app.store import Store
 from commands.app.summarise import ExtractiveSummariser
 from commands.app.upkeep import Due, Step, StepContext
 from eventstore import SessionNotFoundError, now_micros
-from commands.app.store import Store
 
 from .conftest import Run, head_of
 
