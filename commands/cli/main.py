@@ -15,6 +15,7 @@ from . import (
     admin,
     audit,
     entries,
+    formation,
     health,
     integrate,
     lifecycle,
@@ -53,6 +54,7 @@ for _command in (
     integrate.mcp, transfer.import_, transfer.export,
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
     resources.resource,  # memory resources (issue 17)
+    formation.extract,  # -- formation (issue 18) --
 ):
     cli.add_command(_command)
 
