@@ -334,6 +334,7 @@ class ViewWriter:
             # The indexes stay: as of an earlier seq the entry was live; readers
             # skip compacted versions now.
             self._uncount(prev)
+            f.entry_compacted(self.txn, self.dbs, prev)  # -- formation (issue 18) --
 
     def _accessed(self, rec: RecordedEvent, event: EntriesAccessed) -> None:
         db = self.dbs[b"access"]

@@ -3,9 +3,11 @@ dedup of lessons and the extraction backlog cheap, and the reinforcement tally.
 
 One database, ``formation``, with these keys (ids and counts, no content):
 
-- ``L<user>\\0<agent>\\0<entry id>`` -> the lesson's word count: every live
-  (indexed) lesson by its scope, so a new lesson reads only its scope's
-  candidates, and only those whose word count could reach the threshold;
+- ``L<user>\\0<agent>\\0<entry id>`` -> the lesson's word count and source
+  seq: every shown lesson (live or redacted; a compacted one leaves) by its
+  scope, so a new lesson reads only its scope's candidates, only those whose
+  word count could reach the threshold, and a reader may cache word sets by
+  (id, source seq);
 - ``E<entry id>`` -> ``<user>\\0<agent>``: the lesson's scope, to unindex it;
 - ``U<session id>`` -> how many of the session's indexed messages were
   recorded after its last ``session.extracted`` (absent: none);
@@ -31,6 +33,7 @@ from ..models import AccessView, Reinforcement, SessionView, StoredEntry
 from .keys import SEP, latest_version, prefix_items, u64, unpack_u64, version_key
 
 __all__ = [
+    "entry_compacted",
     "entry_indexed",
     "entry_unindexed",
     "lesson_words",
@@ -97,7 +100,8 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
     if stored.kind == "lesson":
         user = entry.user_id or _session_user(txn, dbs, entry.session_id)
         scope = _scope(user, entry.agent_id)
-        txn.put(b"L" + scope + SEP + eid, u64(len(lesson_words(entry.content))), db=db)
+        value = u64(len(lesson_words(entry.content))) + u64(stored.source_seq)
+        txn.put(b"L" + scope + SEP + eid, value, db=db)
         txn.put(b"E" + eid, scope, db=db)
     elif stored.kind == "message" and stored.session_id:
         sid = stored.session_id.encode()
@@ -105,15 +109,24 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
             _add(txn, db, b"U" + sid, 1)
 
 
+def _lesson_gone(txn: Any, db: Any, eid: bytes) -> None:
+    scope = txn.get(b"E" + eid, db=db)
+    if scope is not None:
+        txn.delete(b"L" + bytes(scope) + SEP + eid, db=db)
+        txn.delete(b"E" + eid, db=db)
+
+
+def entry_compacted(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> None:
+    """A compacted lesson is no longer a live one (the other indexes stay)."""
+    if stored.kind == "lesson":
+        _lesson_gone(txn, dbs[b"formation"], stored.entry_id.encode())
+
+
 def entry_unindexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> None:
     """An entry left the views' indexes (deleted, or replaced by its redaction)."""
     db = dbs[b"formation"]
-    eid = stored.entry_id.encode()
     if stored.kind == "lesson":
-        scope = txn.get(b"E" + eid, db=db)
-        if scope is not None:
-            txn.delete(b"L" + bytes(scope) + SEP + eid, db=db)
-            txn.delete(b"E" + eid, db=db)
+        _lesson_gone(txn, db, stored.entry_id.encode())
     elif stored.kind == "message" and stored.session_id:
         sid = stored.session_id.encode()
         if stored.recorded_seq > (_get(txn, db, b"X" + sid) or 0):

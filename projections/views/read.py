@@ -407,11 +407,11 @@ class ViewReader:
 
     # -- formation (issue 18) --
 
-    def scope_lessons(self, user_id: str | None, agent_id: str | None) -> list[tuple[str, int]]:
-        """(entry id, word count) of every indexed lesson of a scope (now; ids
-        and counts only): dedup's candidates (:mod:`projections.views.formation`)."""
+    def scope_lessons(self, user_id: str | None, agent_id: str | None) -> list[tuple[str, int, int]]:
+        """(entry id, word count, source seq) of every shown lesson of a scope
+        (now; no content): dedup's candidates (:mod:`projections.views.formation`)."""
         prefix = scope_prefix(user_id, agent_id)
-        return [(k[len(prefix):].decode(), unpack_u64(v))
+        return [(k[len(prefix):].decode(), unpack_u64(v[:8]), unpack_u64(v[8:16]))
                 for k, v in prefix_items(self.txn, self.dbs[b"formation"], prefix)]
 
     def extracted_upto(self, session_id: str) -> int:

@@ -112,7 +112,7 @@ def test_only_live_lessons_are_candidates(mem: MemoryLog) -> None:
     mem.record_decision(sid, decision=text)  # another kind is no candidate, nor a copy
     assert mem.record_lesson(sid, content=text) == second
     with mem.proj.read() as views:
-        assert [eid for eid, _ in views.scope_lessons("alice", None)] == [second]
+        assert [eid for eid, _, _ in views.scope_lessons("alice", None)] == [second]
 
 
 def test_extraction_and_import_paths(mem: MemoryLog) -> None:
@@ -144,3 +144,15 @@ def test_live_equals_replay_with_reinforcements(mem: MemoryLog) -> None:
     assert mem.proj.views.dump() == live
     with mem.proj.read() as views:
         assert views.reinforcement(a).count == 1 and views.extraction_backlog() == []
+
+
+def test_a_compacted_lesson_is_no_candidate(mem: MemoryLog) -> None:
+    from eventstore import SessionCompacted
+
+    sid = mem.start_session(user_id="alice")
+    text = "Prefer idempotent consumers for the event bus"
+    first = mem.record_lesson(sid, content=text)
+    mem.log.append(f"session:{sid}", [SessionCompacted(
+        session_id=sid, policy="test", removed_entry_ids=(first,), summary_entry_id=None,
+        bytes_before=10, bytes_after=5)], actor="test")
+    assert mem.record_lesson(sid, content=text) != first
