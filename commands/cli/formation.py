@@ -29,10 +29,12 @@ def _text(report: ExtractionReport) -> str:
 @click.command()
 @click.option("--session", "session_id", required=True, help="The session to extract from.")
 @click.option("--dry-run", is_flag=True, help="List what would be extracted (by message id); write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (as the global --json).")
 @pass_context
-def extract(ctx: Context, session_id: str, dry_run: bool) -> None:
+def extract(ctx: Context, session_id: str, dry_run: bool, as_json: bool) -> None:
     """Extract decisions and lessons from a session's messages (seed 002's rules),
     once: a second run reads only the messages recorded since."""
+    ctx.json = ctx.json or as_json
     with ctx.reading() if dry_run else ctx.memory(create=False) as mem:
         report = mem.extract(session_id, dry_run=dry_run)
     ctx.emit(report.to_dict(), _text(report))

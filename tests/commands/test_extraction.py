@@ -160,6 +160,8 @@ def test_cli_extract(run: Run, store: Path) -> None:
     assert code == 0 and len(out["decisions"]) == 1 and len(out["lessons"]) == 1 and out["seq"]
     code, text, _ = run("extract", "--session", sid, as_json=False)
     assert code == 0 and "no message since the last extraction" in text
+    code, text, _ = run("extract", "--session", sid, "--json", as_json=False)
+    assert code == 0 and '"messages":0' in text.replace(" ", "")
     code, _, err = run("extract", "--session", "sess-nope")
     assert code != 0 and "E_SESSION_NOT_FOUND" in err
 
