@@ -416,8 +416,10 @@ class ResourceReplaced(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
 # Ids, counts and figures only, never content.
 
 class EntryReinforced(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.reinforced"):
-    """A new lesson was close enough (Jaccard of word sets) to a live one of its
-    scope to reinforce it instead of being added; counts as an access."""
+    """A near copy of a live lesson of its scope reinforced it instead of being added."""
+
+    # Seed 004's dedup: Jaccard of word sets at or above the threshold; the
+    # views count it as an access of the lesson.
 
     entry_id: Id  # the lesson reinforced
     at: Micros
@@ -427,8 +429,9 @@ class EntryReinforced(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
 
 
 class SessionExtracted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.extracted"):
-    """Rule-based extraction (seed 002) read a session's messages recorded up to
-    ``upto_seq`` and wrote ``entry_ids`` (decisions, lessons) from them."""
+    """Rule-based extraction (seed 002) read a session's messages up to ``upto_seq``."""
+
+    # It wrote ``entry_ids`` (decisions, lessons) from them, in the same append.
 
     session_id: Id
     upto_seq: Count = 0  # the last message seq read (the next run starts after it)
