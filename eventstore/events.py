@@ -35,6 +35,7 @@ __all__ = [
     "EntryChanges",
     "EntryRecorded",
     "EntryRedacted",
+    "EntryReinforced",
     "EntryUpdated",
     "Event",
     "FindingDetails",
@@ -56,6 +57,7 @@ __all__ = [
     "SessionArchived",
     "SessionClosed",
     "SessionCompacted",
+    "SessionExtracted",
     "SessionRestored",
     "SessionStarted",
     "SessionSummarised",
@@ -410,6 +412,34 @@ class ResourceReplaced(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     removed_entry_ids: tuple[Id, ...]
 
 
+# -- formation (issue 18) --
+# Ids, counts and figures only, never content.
+
+class EntryReinforced(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.reinforced"):
+    """A near copy of a live lesson of its scope reinforced it instead of being added."""
+
+    # Seed 004's dedup: Jaccard of word sets at or above the threshold; the
+    # views count it as an access of the lesson.
+
+    entry_id: Id  # the lesson reinforced
+    at: Micros
+    by_entry_id: Id  # the id the new write would have had (it was not recorded)
+    similarity: Unit = 1.0
+    session_id: Id | None = None  # the session of the write, when it had one
+
+
+class SessionExtracted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.extracted"):
+    """Rule-based extraction (seed 002) read a session's messages up to ``upto_seq``."""
+
+    # It wrote ``entry_ids`` (decisions, lessons) from them, in the same append.
+
+    session_id: Id
+    upto_seq: Count = 0  # the last message seq read (the next run starts after it)
+    messages: Count = 0  # how many messages this run read
+    entry_ids: tuple[Id, ...] = ()
+    trigger: Label | None = None  # close, extract, maintain
+
+
 Event: TypeAlias = (
     SessionStarted
     | SessionUpdated
@@ -438,6 +468,9 @@ Event: TypeAlias = (
     | ResourceEvicted
     | ResourceTrimmed
     | ResourceReplaced
+    # -- formation (issue 18) --
+    | EntryReinforced
+    | SessionExtracted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -19,6 +19,7 @@ from .models import (
     MemoryView,
     RankInputs,
     RedactionInfo,
+    Reinforcement,
     ResourceActivity,
     ResourceItem,
     ResourceState,
@@ -45,6 +46,7 @@ from .search import (
 )
 from .search.terms import content_terms
 from .views import VIEW_DBS, ViewReader, ViewStore
+from .views.formation import lesson_words  # -- formation (issue 18) --
 
 __all__ = [
     "DEFAULT_RATES",
@@ -63,6 +65,7 @@ __all__ = [
     "Ranked",
     "Ranking",
     "RedactionInfo",
+    "Reinforcement",
     "ResourceActivity",
     "ResourceItem",
     "ResourceState",
@@ -86,6 +89,7 @@ __all__ = [
     "entry_document",
     "entry_importance",
     "importance_of",
+    "lesson_words",
     "relevance",
     "run_search",
     "score",

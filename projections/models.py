@@ -24,6 +24,7 @@ __all__ = [
     "EntryView",
     "MemoryView",
     "RedactionInfo",
+    "Reinforcement",
     "ResourceActivity",
     "ResourceItem",
     "ResourceState",
@@ -227,3 +228,15 @@ class ResourceActivity(msgspec.Struct, frozen=True, gc=False):
     last_flush_at: int | None = None
     last_eviction_seq: int | None = None
     last_eviction_at: int | None = None
+
+
+# -- formation (issue 18) --
+
+class Reinforcement(msgspec.Struct, frozen=True, gc=False):
+    """How often a lesson was reinforced by a near copy (``entry.reinforced``),
+    the last time, its similarity and the id the reinforcing write would have had."""
+
+    count: int = 0
+    last_at: int = 0
+    last_similarity: float = 0.0
+    last_by: str | None = None

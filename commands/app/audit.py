@@ -23,6 +23,7 @@ from eventstore import (
     EntryNotFoundError,
     EntryRecorded,
     EntryRedacted,
+    EntryReinforced,
     EntryUpdated,
     InvalidInputError,
     MemoryForgotten,
@@ -33,6 +34,7 @@ from eventstore import (
     SessionArchived,
     SessionClosed,
     SessionCompacted,
+    SessionExtracted,
     SessionRestored,
     SessionStarted,
     SessionSummarised,
@@ -224,6 +226,13 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
             return _item(rec, f"summary {event.replaced_entry_id} written again as {event.summary_entry_id} "
                               f"from {len(event.source_entry_ids)} remaining sources",
                          request_id=event.request_id)
+        # -- formation (issue 18) --
+        case EntryReinforced() if iid in (event.entry_id, event.by_entry_id):
+            return _item(rec, f"reinforced by {event.by_entry_id} (similarity {event.similarity:.2f}; "
+                              "access count +1)")
+        case SessionExtracted() if iid == event.session_id or iid in event.entry_ids:
+            return _item(rec, f"{len(event.entry_ids)} entries extracted from {event.messages} messages "
+                              f"of session {event.session_id} (up to seq {event.upto_seq})")
         case _:
             return None
     return None

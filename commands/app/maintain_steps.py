@@ -8,6 +8,7 @@ and for resources the oldest item of each instance whose spec has a TTL.
 from __future__ import annotations
 
 from .compaction import compact_session, sessions_over, threshold_bytes
+from .extraction import extraction_step
 from .resources.handle import ResourceHandle
 from .resources.reading import specs
 from .store import Store
@@ -64,5 +65,5 @@ RESOURCE_STEP = Step("resources", _resource_due, _tidy)
 
 def default_steps() -> list[Step]:
     """The steps ``memlog maintain`` runs, in order."""
-    return [COMPACTION_STEP, RESOURCE_STEP]
+    return [extraction_step, COMPACTION_STEP, RESOURCE_STEP]
 

@@ -27,6 +27,7 @@ from eventstore import (
 from projections import DEFAULT_RATES
 
 from . import log as _log
+from .dedup import reinforce_copy
 from .entries import new_id
 from .results import EntryResult, MemoryResult, entry_result, memory_result
 from .store import Store
@@ -56,11 +57,18 @@ __all__ = [
 
 
 def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
-           event_id: str | None = None) -> str:
+           event_id: str | None = None, actor: str | None = None) -> str:
     """Append an entry event to its session's stream (or its user's);
-    ``event_id``: a client event id (importers)."""
+    ``event_id``: a client event id (importers); ``actor``: the writer's
+    default unless given. A lesson close to a live lesson of its scope
+    reinforces it instead (:mod:`commands.app.dedup`): the id returned is then
+    the existing lesson's."""
+    if entry.kind == "lesson" and event_id is None:  # -- formation (issue 18): dedup (seed 004) --
+        kept = reinforce_copy(store, entry, actor)
+        if kept is not None:
+            return kept
     target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
-    store.writer.append(target, lambda: [entry], keeps_live=True,
+    store.writer.append(target, lambda: [entry], actor, keeps_live=True,
                         event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
     if store.on_recorded is not None:  # -- compaction and summaries (issue 17) --

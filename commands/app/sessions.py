@@ -19,6 +19,7 @@ from eventstore import (
 
 from . import log as _log
 from .entries import new_id
+from .extraction import on_close
 from .results import SessionResult, TranscriptPage, entry_result, session_result
 from .store import Store
 from .validate import check_id, check_ids, check_labels, optional_text
@@ -110,7 +111,8 @@ def archive_session(store: Store, session_id: str, reason: str | None = None) ->
 
 
 def close_session(store: Store, session_id: str, reason: str | None = None) -> None:
-    """Close a session: it takes no new entries and stays readable and searchable."""
+    """Close a session: it takes no new entries and stays readable and searchable.
+    Before it closes, its automatic handoff and extraction (:func:`commands.app.extraction.on_close`)."""
     sid = check_id(session_id, "session id")
     if not store.writer.is_pending_session(sid):
         with store.read() as views:
@@ -119,6 +121,7 @@ def close_session(store: Store, session_id: str, reason: str | None = None) -> N
             raise SessionClosedError(f"session {sid} is already closed")
     sid = store.writer.live_session(sid)
     text = _reason(store, reason)
+    on_close(store, sid)  # -- formation (issue 18): handoff and extraction first; never stops the close
     store.writer.append(f"session:{sid}", lambda: [SessionClosed(session_id=sid, reason=text)])
     store.writer.end_pending_session(sid)
 

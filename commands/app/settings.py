@@ -59,6 +59,12 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # ``[[resources]]`` tables of config.toml (see docs/lifecycle.md (Memory resources)); a
     # declaration by a call (``resource.declared``) replaces one of the same id.
     resources: tuple[ResourceSpec, ...] = ()
+    # -- formation (issue 18) --
+    # seed 004: a new lesson whose word set has Jaccard >= this with a live lesson of its
+    # scope reinforces that lesson instead (0 turns dedup off; 1.0: identical word sets only)
+    lesson_dedup_threshold: float = 0.8
+    handoff_on_close: bool = True  # seed 002: close writes a handoff from the last 6 messages
+    extract_on_close: bool = True  # ... and extracts decisions and lessons (the rules of seed 002)
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -133,3 +139,6 @@ def check_settings(settings: Settings) -> None:
                                 "summary_keep_messages not negative")
     # -- memory resources (issue 17) --
     check_specs(settings.resources)
+    # -- formation (issue 18) --
+    if not 0 <= settings.lesson_dedup_threshold <= 1:
+        raise InvalidInputError("lesson_dedup_threshold must be between 0 (off) and 1")

@@ -15,6 +15,7 @@ from . import (
     admin,
     audit,
     entries,
+    formation,
     health,
     integrate,
     lifecycle,
@@ -55,6 +56,7 @@ for _command in (
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
     resources.resource,  # memory resources (issue 17)
     maintain.maintain,  # -- maintain (issue 18) --
+    formation.extract,  # -- formation (issue 18) --
 ):
     cli.add_command(_command)
 

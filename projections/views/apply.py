@@ -25,6 +25,7 @@ from eventstore import (
     EntriesDeleted,
     EntryRecorded,
     EntryRedacted,
+    EntryReinforced,
     EntryUpdated,
     MemoryForgotten,
     MemorySaved,
@@ -39,6 +40,7 @@ from eventstore import (
     SessionArchived,
     SessionClosed,
     SessionCompacted,
+    SessionExtracted,
     SessionRestored,
     SessionStarted,
     SessionSummarised,
@@ -57,6 +59,7 @@ from ..models import (
     StoredEntry,
     TombstoneInfo,
 )
+from . import formation as f  # -- formation (issue 18) --
 from . import reducers as r
 from .keys import (
     SEP,
@@ -206,6 +209,11 @@ class ViewWriter:
             case (ResourceDeclared() | ResourceAppended() | ResourceFlushed() | ResourceEvicted()
                   | ResourceTrimmed() | ResourceReplaced()):
                 apply_resource(self.txn, self.dbs[b"resources"], rec, event)
+            # -- formation (issue 18) --
+            case EntryReinforced():
+                f.reinforced(self.txn, self.dbs, rec, event)
+            case SessionExtracted():
+                f.session_extracted(self.txn, self.dbs, event)
             case _:
                 pass
 
@@ -218,6 +226,7 @@ class ViewWriter:
         stored = r.entry_recorded(rec, event)
         self.put(b"entries", version_key(eid, rec.seq), stored)
         self._index(stored, event.derived_from)
+        f.entry_indexed(self.txn, self.dbs, stored, event)  # -- formation (issue 18) --
         if event.session_id:
             sid = event.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), stored)
@@ -289,6 +298,7 @@ class ViewWriter:
         self.put(b"entries", version_key(event.entry_id, rec.seq),
                  r.entry_redacted(rec, event, entry, rec.seq))
         self._index(first, entry.derived_from)
+        f.entry_indexed(self.txn, self.dbs, first, entry)  # -- formation (issue 18) --
         if entry.session_id:
             sid = entry.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), first)
@@ -312,6 +322,7 @@ class ViewWriter:
         self.txn.delete(when_key(stored.occurred_at, stored.entry_id), db=self.dbs[b"by_time"])
         self.txn.delete(u64(stored.recorded_seq), db=self.dbs[b"by_seq"])
         self.txn.delete(hash_key(stored.entry_id), db=self.dbs[b"by_hash"])
+        f.entry_unindexed(self.txn, self.dbs, stored)  # -- formation (issue 18) --
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
@@ -323,6 +334,7 @@ class ViewWriter:
             # The indexes stay: as of an earlier seq the entry was live; readers
             # skip compacted versions now.
             self._uncount(prev)
+            f.entry_compacted(self.txn, self.dbs, prev)  # -- formation (issue 18) --
 
     def _accessed(self, rec: RecordedEvent, event: EntriesAccessed) -> None:
         db = self.dbs[b"access"]
@@ -384,6 +396,7 @@ class ViewWriter:
             self.txn.delete(version_key(session_id, seq), db=db)
         self.session_stats.pop(session_id, None)
         self.txn.delete(session_id.encode(), db=self.dbs[b"session_stats"])
+        f.session_gone(self.txn, self.dbs, session_id)  # -- formation (issue 18) --
 
     def _ledger(self, request_id: str, fn: Any) -> DeletionRecord | None:
         raw = self.txn.get(request_id.encode(), db=self.dbs[b"deletions"])

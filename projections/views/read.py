@@ -35,12 +35,14 @@ from ..models import (
     EntryView,
     MemoryView,
     RankInputs,
+    Reinforcement,
     ResourceActivity,
     ResourceState,
     SessionStats,
     SessionView,
     StoredEntry,
 )
+from .formation import reinforcement_entity, scope_prefix  # -- formation (issue 18) --
 from .keys import (
     SEP,
     all_versions,
@@ -422,6 +424,33 @@ class ViewReader:
         return out
 
 
+    # -- formation (issue 18) --
+
+    def scope_lessons(self, user_id: str | None, agent_id: str | None) -> list[tuple[str, int, int]]:
+        """(entry id, word count, source seq) of every shown lesson of a scope
+        (now; no content): dedup's candidates (:mod:`projections.views.formation`)."""
+        prefix = scope_prefix(user_id, agent_id)
+        return [(k[len(prefix):].decode(), unpack_u64(v[:8]), unpack_u64(v[8:16]))
+                for k, v in prefix_items(self.txn, self.dbs[b"formation"], prefix)]
+
+    def extracted_upto(self, session_id: str) -> int:
+        """The last message seq extraction read in the session (0: never extracted)."""
+        raw = self.txn.get(b"X" + session_id.encode(), db=self.dbs[b"formation"])
+        return 0 if raw is None else unpack_u64(raw)
+
+    def extraction_backlog(self) -> list[tuple[str, int]]:
+        """(session id, messages not yet extracted) of every session that has
+        some (now), in id order: one small index, no entry read."""
+        return [(k[1:].decode(), unpack_u64(v))
+                for k, v in prefix_items(self.txn, self.dbs[b"formation"], b"U")]
+
+    def reinforcement(self, entry_id: str) -> Reinforcement:
+        """How often (and when last) a lesson was reinforced, at ``as_of``."""
+        raw = latest_version(self.txn, self.dbs[b"formation"], reinforcement_entity(entry_id), self.as_of)
+        return Reinforcement() if raw is None else _reinforcement(raw)
+
+
+_reinforcement = msgspec.msgpack.Decoder(Reinforcement).decode
 _resource_spec = msgspec.msgpack.Decoder(ResourceSpec).decode
 _resource_state = msgspec.msgpack.Decoder(ResourceState).decode
 _resource_activity = msgspec.msgpack.Decoder(ResourceActivity).decode

@@ -25,6 +25,8 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
   in the context (``session.summarised``, ``summary.resummarised``; ids only);
 - ``resources``: temporal; ``spec:<id>`` the declared spec, ``key:<key>`` a
   resource instance's items (ids only), ``activity`` the last flush and eviction;
+- ``formation``: lessons by scope, the extraction backlog, reinforcement tallies
+  (ids and counts; see :mod:`projections.views.formation`);
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
@@ -56,6 +58,8 @@ VIEW_DBS = (
     b"summarised",
     # -- memory resources (issue 17) --
     b"resources",
+    # -- formation (issue 18) --
+    b"formation",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]

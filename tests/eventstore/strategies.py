@@ -98,6 +98,11 @@ _overrides: dict[str, dict[str, Any]] = {
     "resource.trimmed": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple),
                              tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
     "resource.replaced": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple)),
+    # -- formation (issue 18) --
+    "entry.reinforced": dict(entry_id=ids, at=micros, by_entry_id=ids, similarity=units,
+                             session_id=st.none() | ids),
+    "session.extracted": dict(session_id=ids, upto_seq=st.integers(0, 2**62), messages=st.integers(0, 2**62),
+                              entry_ids=st.lists(ids).map(tuple), trigger=st.none() | labels),
 }
 _id_fields = {"session_id": ids, "user_id": ids}
 

@@ -17,6 +17,7 @@ from eventstore import (
     EntryChanges,
     EntryRecorded,
     EntryRedacted,
+    EntryReinforced,
     EntryUpdated,
     EventLog,
     MemoryForgotten,
@@ -33,6 +34,7 @@ from eventstore import (
     SessionArchived,
     SessionClosed,
     SessionCompacted,
+    SessionExtracted,
     SessionRestored,
     SessionStarted,
     SessionSummarised,
@@ -73,6 +75,9 @@ steps = st.lists(
                   st.sampled_from(["evicted", "trimmed", "replaced"]), st.integers(1, 3)),
         st.tuples(st.just("res_flush"), st.integers(0, 1)),
         st.tuples(st.just("res_declare"), st.sampled_from(["chat", "notes"]), st.integers(50, 500)),
+        # -- formation (issue 18) --
+        st.tuples(st.just("reinforce"), st.integers(0, 30), st.floats(0.8, 1.0)),
+        st.tuples(st.just("extracted"), st.integers(0, 2)),
     ),
     min_size=1, max_size=40,
 )
@@ -273,6 +278,24 @@ class History:
         spec = ResourceSpec(id=rid, key="{user_id}", token_limit=limit,
                             blocks=(ResourceBlock("sys", 0, 0.1), ResourceBlock("chat", 2, 0.7)))
         self.log.append("resources", [ResourceDeclared(spec)], actor="t")
+
+    # -- formation (issue 18) --
+
+    def _reinforce(self, i: int, similarity: float) -> None:
+        if (target := self._live(i)) is None:
+            return
+        self.n += 1
+        event = EntryReinforced(entry_id=target[0], at=1_700_000_000_000_000 + self.n * 3_600_000_000,
+                                by_entry_id=f"les{self.n}", similarity=similarity,
+                                session_id=target[3] or None)
+        self.log.append(f"session:{target[3]}" if target[3] else "user:alice", [event], actor="t")
+
+    def _extracted(self, session: int) -> None:
+        sid = f"s{session}"
+        ids = tuple(e[0] for e in self.entries if e[3] == sid and e[2] in ("decision", "lesson"))[-2:]
+        self.log.append(f"session:{sid}", [SessionExtracted(
+            session_id=sid, upto_seq=self.log.head().seq, messages=1, entry_ids=ids,
+            trigger="maintain")], actor="t")
 
 
 def _details(kind: str, n: int) -> TaskDetails | MessageDetails | None:
