@@ -2,7 +2,10 @@
 
 Used after a purge with the deleted content as needles (held in memory only).
 Files are searched whole (large ones through a read-only map), so a needle is
-found wherever it lies.
+found wherever it lies. LMDB lock files are not read: they hold reader slots
+and mutexes, never content, and opening one (closing the descriptor drops the
+lock LMDB holds on it) would let another process re-initialise the lock file
+under this process's open environments (see :mod:`eventstore.storage.files`).
 
 A purge scans every file except the stores that by construction never held
 the deleted entries (:func:`purge_scope`): the payload segments it did not
@@ -21,6 +24,8 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from eventstore.storage import is_lmdb_lock_file
 
 __all__ = ["purge_scope", "scan_needles", "scan_tree"]
 
@@ -64,7 +69,7 @@ def scan_needles(root: Path, needles: Iterable[bytes], scope: Callable[[Path], b
     which: set[bytes] = set()
     scanned = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        if scope is not None and not scope(path):
+        if is_lmdb_lock_file(path) or (scope is not None and not scope(path)):
             continue
         hits, size = _scan_file(path, wanted, patterns, which)
         scanned += size

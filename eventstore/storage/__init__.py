@@ -10,6 +10,8 @@ the projections.
 - :func:`purge_env`: rewrite an environment without stale bytes (a compacting
   copy swapped in, the old file zero-filled); :class:`Swap` is its step.
 - :func:`wipe_tree`: zero-fill and remove every file under a directory.
+- :func:`is_lmdb_lock_file`: LMDB's ``lock.mdb``, which nothing may open (closing
+  any descriptor of it drops LMDB's lock: see :mod:`.files`); it holds no content.
 - :func:`ensure_private_dir`, :func:`private_tree`, :func:`fsync_dir`: 0700
   directories and 0600 files whatever the umask, durable renames.
 - :func:`open_private`, :func:`refuse_links`, :func:`check_private_dir`: no
@@ -20,7 +22,14 @@ the projections.
 
 from .compact import Swap, purge_env
 from .env import SharedEnv, open_shared_env, release_shared_env
-from .files import MaintenanceLock, ensure_private_dir, fsync_dir, private_tree, wipe_tree
+from .files import (
+    MaintenanceLock,
+    ensure_private_dir,
+    fsync_dir,
+    is_lmdb_lock_file,
+    private_tree,
+    wipe_tree,
+)
 from .safety import CRASH_EXIT, check_private_dir, crashpoint, open_private, refuse_links
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "crashpoint",
     "ensure_private_dir",
     "fsync_dir",
+    "is_lmdb_lock_file",
     "open_private",
     "open_shared_env",
     "private_tree",

@@ -35,7 +35,15 @@ import lmdb
 from ..backend import PurgeReport
 from ..errors import StorageError
 from .env import SharedEnv
-from .files import ensure_private_dir, fsync_dir, wipe_fd, wipe_file, wipe_tree, write_int_file
+from .files import (
+    LMDB_LOCK_FILE,
+    ensure_private_dir,
+    fsync_dir,
+    wipe_fd,
+    wipe_file,
+    wipe_tree,
+    write_int_file,
+)
 from .safety import crashpoint, open_private
 
 __all__ = ["Swap", "purge_env", "sweep_scratch"]
@@ -81,7 +89,7 @@ class Swap:
             # The lock file holds reader slots, never content; other processes may
             # still map it until they reopen, so it is unlinked rather than zeroed.
             crashpoint("compact: remove the old lock file")
-            (directory / "lock.mdb").unlink(missing_ok=True)
+            (directory / LMDB_LOCK_FILE).unlink(missing_ok=True)
             fsync_dir(directory)
         finally:
             crashpoint("compact: remove the scratch directory")

@@ -1,4 +1,19 @@
-"""File-system helpers: private directories, durable renames, wiping files."""
+"""File-system helpers: private directories, durable renames, wiping files.
+
+LMDB lock files (``lock.mdb``) are never opened here (:func:`is_lmdb_lock_file`):
+LMDB keeps a POSIX record lock on its lock file while an environment is open,
+and POSIX drops every record lock a process holds on a file as soon as the
+process closes *any* descriptor of that file. A process whose lock is gone
+looks absent to the others: the next process to open the environment takes
+the lock exclusive and re-initialises the lock file (its reader table and the
+robust mutexes) under this process's transactions, and a process closing it
+destroys the mutexes. A thread of this process that held the writer mutex then
+fails to unlock it, the mutex stays on the thread's robust-mutex list, and the
+thread's next LMDB lock after the file is unmapped crashes the process (two
+writers may also have run at once). The file holds reader slots (pid, thread,
+txnid) and the mutexes, never keys or values: nothing needs to read or
+zero-fill it.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +34,7 @@ __all__ = [
     "create_int_file",
     "ensure_private_dir",
     "fsync_dir",
+    "is_lmdb_lock_file",
     "private_tree",
     "read_int_file",
     "storage_error",
@@ -28,6 +44,12 @@ __all__ = [
 ]
 
 _ZEROS = bytes(1 << 20)
+LMDB_LOCK_FILE = "lock.mdb"
+
+
+def is_lmdb_lock_file(path: Path) -> bool:
+    """True for an LMDB lock file, which must never be opened (see the module doc)."""
+    return path.name == LMDB_LOCK_FILE
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -121,9 +143,11 @@ def wipe_fd(fd: int) -> int:
 
 
 def wipe_file(path: Path) -> int:
-    """Zero-fill, fsync and unlink a file; return its size (0 if missing)."""
-    if path.is_symlink():  # never wipe through a link: remove the link itself
-        path.unlink()
+    """Zero-fill, fsync and unlink a file; return its size (0 if missing).
+    A link is removed itself, never wiped through; an LMDB lock file is only
+    unlinked (it holds no content, and must not be opened: see the module doc)."""
+    if path.is_symlink() or is_lmdb_lock_file(path):
+        path.unlink(missing_ok=True)
         return 0
     try:
         fd = open_private(path, os.O_RDWR)
