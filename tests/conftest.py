@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from eventstore import EventLog
+from eventstore.storage import is_lmdb_lock_file
 
 settings.register_profile(
     "memlog", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=40
@@ -31,9 +32,13 @@ def log(log_dir: Path) -> Iterator[EventLog]:
 
 
 def scan_dir(root: Path, needles: list[bytes]) -> dict[bytes, list[str]]:
-    """Which needles occur as raw bytes in which files under ``root``."""
+    """Which needles occur as raw bytes in which files under ``root``.
+
+    LMDB lock files are skipped: they hold reader slots and mutexes, never
+    content, and closing any descriptor of one drops this process's LMDB lock
+    on it (docs/reliability.md, "A known crash, explained")."""
     found: dict[bytes, list[str]] = {}
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not is_lmdb_lock_file(p)):
         data = path.read_bytes()
         for needle in needles:
             if needle in data:
