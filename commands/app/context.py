@@ -12,9 +12,12 @@ not archived (the session itself always), the entries and memories carrying
 the user's id, and the project context shared by every session of the store.
 A session without a user sees itself and the shared project context.
 
-Carried over from the user's previous session (the newest earlier one of the
-same project, not archived): its latest handoff when this session has none
-yet, and while this session has no message, its last 3 messages.
+Carried over from the user's earlier sessions of the same project (not
+archived): when this session has no handoff yet, the newest handoff of any of
+them (an empty session in between does not hide it); and while this session
+has no message, the last 3 messages of the previous session (the newest
+earlier one), leaving out those the handoff shown was made from (an automatic
+handoff on close quotes them already).
 
 Project context: the newest ``project`` entry recorded without a session
 (shared by every session of the store, seed 002's ``_project.md``), and the
@@ -128,6 +131,8 @@ class _Gather:
         # Archived sessions stay out, but an archived session's own context still shows it.
         self.exclude = tuple(a for a in views.archived_sessions() if a != self.sid)
         self.previous = _previous_session(mine, session)
+        self.earlier = [s.session_id for s in mine
+                        if s.started_seq < session.started_seq and project_of(s) == project_of(session)]
         self.same_project = [s.session_id for s in mine if s.session_id != self.sid
                              and project_of(s) == project_of(session)] + [self.sid]
         self.cut = False
@@ -135,10 +140,11 @@ class _Gather:
     def sections(self, query: str) -> list[Section]:
         """Every section, items most valuable first."""
         messages = self._messages()
-        out = [self._project(), *self._user_sections(), self._handoff(), *self._searched(query),
+        handoff, handed = self._handoff()
+        out = [self._project(), *self._user_sections(), handoff, *self._searched(query),
                self._tasks(), messages]
         if not messages.items and self.previous is not None:
-            out.append(self._recovery(self.previous))
+            out.append(self._recovery(self.previous, handed))
         summary = self._own("summary", 1)
         # -- compaction and summaries (issue 17): history folded into a summary
         # (compacted or summarised: its ``derived_from``) was cut too.
@@ -189,11 +195,12 @@ class _Gather:
         return [Section("memories", _TITLES["memories"], items),
                 Section("preferences", _TITLES["preferences"], list(latest.values()))]
 
-    def _handoff(self) -> Section:
-        found = self._own("handoff", 1)
-        if not found and self.previous is not None:
-            found = self._own("handoff", 1, self.previous.session_id)
-        return Section("handoff", _TITLES["handoff"], [_text(v) for v in found])
+    def _handoff(self) -> tuple[Section, frozenset[str]]:
+        """The latest handoff, and the messages it was made from (an automatic
+        handoff on close: the recovery does not repeat them)."""
+        found = self._own("handoff", 1) or list(islice(self._newest("handoff", self.earlier), 1))
+        sources = frozenset(i for v in found if v.entry is not None for i in v.entry.derived_from)
+        return Section("handoff", _TITLES["handoff"], [_text(v) for v in found]), sources
 
     def _searched(self, query: str) -> list[Section]:
         out = []
@@ -223,9 +230,10 @@ class _Gather:
         return Section("messages", _TITLES["messages"], [_message(v) for v in found[:keep]],
                        chronological=True)
 
-    def _recovery(self, previous: SessionView) -> Section:
+    def _recovery(self, previous: SessionView, handed: frozenset[str]) -> Section:
         found = self._own("message", RECOVERY_MESSAGES, previous.session_id)
-        return Section("recovery", _TITLES["recovery"], [_message(v) for v in found], chronological=True)
+        shown = [_message(v) for v in found if v.entry_id not in handed]
+        return Section("recovery", _TITLES["recovery"], shown, chronological=True)
 
 
 def _previous_session(mine: list[SessionView], session: SessionView) -> SessionView | None:

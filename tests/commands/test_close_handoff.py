@@ -121,3 +121,20 @@ def test_read_only_close_is_refused_before_anything_is_written(tmp_path: Path) -
     with MemoryLog.open(tmp_path / "m", embedder=None) as mem:
         assert mem.log.head().seq == head
         assert not [r for r in mem.log.read() if isinstance(r.event, SessionExtracted)]
+
+
+def test_an_empty_session_in_between_does_not_hide_the_handoff(mem: MemoryLog) -> None:
+    """The next day the user opens a session, leaves it empty, opens another: the
+    closed session's handoff still shows, once, and the recovery snapshot does
+    not repeat the messages the handoff quotes; another user's never shows."""
+    sid = mem.start_session(user_id="alice", agent_ids=["dev"])
+    mem.add_message(sid, role="user", content="Which queue should the billing export use?")
+    mem.add_message(sid, role="assistant", content="We decided to use Postgres SKIP LOCKED for it.")
+    bob = mem.start_session(user_id="bob")
+    mem.add_message(bob, role="user", content="Bob keeps his plans about the vault to himself.")
+    mem.close_session(bob)
+    mem.close_session(sid)
+    mem.start_session(user_id="alice", agent_ids=["dev"])  # opened and left empty
+    text = mem.context(mem.start_session(user_id="alice", agent_ids=["dev"])).text
+    assert "Last session:" in text and text.count("Which queue should the billing export use?") == 1
+    assert "vault" not in text
