@@ -18,6 +18,7 @@ import msgspec
 
 from eventstore import (
     SHOWN_STATES,
+    CheckpointMarked,
     DecayApplied,
     DeletedRef,
     DeletionRequested,
@@ -58,6 +59,7 @@ from ..models import (
     TombstoneInfo,
 )
 from . import reducers as r
+from . import upkeep as u  # -- upkeep (issue 18) --
 from .keys import (
     SEP,
     all_versions,
@@ -171,6 +173,7 @@ class ViewWriter:
             case SessionStarted():
                 self.put(b"sessions", version_key(event.session_id, rec.seq),
                          r.session_started(rec, event))
+                u.session_started(self.txn, self.dbs, event)  # -- upkeep (issue 18) --
             case SessionUpdated():
                 self._session_update(event.session_id, lambda s: r.session_updated(s, rec, event))
             case SessionArchived() | SessionRestored():
@@ -206,6 +209,9 @@ class ViewWriter:
             case (ResourceDeclared() | ResourceAppended() | ResourceFlushed() | ResourceEvicted()
                   | ResourceTrimmed() | ResourceReplaced()):
                 apply_resource(self.txn, self.dbs[b"resources"], rec, event)
+            # -- upkeep (issue 18) --
+            case CheckpointMarked():
+                u.checkpoint_marked(self.txn, self.dbs, rec, event)
             case _:
                 pass
 
@@ -218,6 +224,7 @@ class ViewWriter:
         stored = r.entry_recorded(rec, event)
         self.put(b"entries", version_key(eid, rec.seq), stored)
         self._index(stored, event.derived_from)
+        u.entry_indexed(self.txn, self.dbs, stored, event)  # -- upkeep (issue 18) --
         if event.session_id:
             sid = event.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), stored)
@@ -289,6 +296,7 @@ class ViewWriter:
         self.put(b"entries", version_key(event.entry_id, rec.seq),
                  r.entry_redacted(rec, event, entry, rec.seq))
         self._index(first, entry.derived_from)
+        u.entry_indexed(self.txn, self.dbs, first, entry)  # -- upkeep (issue 18) --
         if entry.session_id:
             sid = entry.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), first)
@@ -312,6 +320,7 @@ class ViewWriter:
         self.txn.delete(when_key(stored.occurred_at, stored.entry_id), db=self.dbs[b"by_time"])
         self.txn.delete(u64(stored.recorded_seq), db=self.dbs[b"by_seq"])
         self.txn.delete(hash_key(stored.entry_id), db=self.dbs[b"by_hash"])
+        u.entry_unindexed(self.txn, self.dbs, stored)  # -- upkeep (issue 18) --
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
@@ -384,6 +393,7 @@ class ViewWriter:
             self.txn.delete(version_key(session_id, seq), db=db)
         self.session_stats.pop(session_id, None)
         self.txn.delete(session_id.encode(), db=self.dbs[b"session_stats"])
+        u.session_gone(self.txn, self.dbs, session_id)  # -- upkeep (issue 18) --
 
     def _ledger(self, request_id: str, fn: Any) -> DeletionRecord | None:
         raw = self.txn.get(request_id.encode(), db=self.dbs[b"deletions"])

@@ -25,6 +25,8 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
   in the context (``session.summarised``, ``summary.resummarised``; ids only);
 - ``resources``: temporal; ``spec:<id>`` the declared spec, ``key:<key>`` a
   resource instance's items (ids only), ``activity`` the last flush and eviction;
+- ``upkeep``: lessons by scope and age, checkpoints by user and session, the
+  ephemeral sessions (ids, labels and counts; see :mod:`projections.views.upkeep`);
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
@@ -56,6 +58,8 @@ VIEW_DBS = (
     b"summarised",
     # -- memory resources (issue 17) --
     b"resources",
+    # -- upkeep (issue 18) --
+    b"upkeep",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]
