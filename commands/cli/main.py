@@ -23,6 +23,7 @@ from . import (
     resources,
     sessions,
     transfer,
+    upkeep,
 )
 from .base import Context, MemlogGroup
 from .demo import demo
@@ -53,6 +54,7 @@ for _command in (
     integrate.mcp, transfer.import_, transfer.export,
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
     resources.resource,  # memory resources (issue 17)
+    upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
 ):
     cli.add_command(_command)
 
