@@ -18,10 +18,12 @@ __all__ = ["checkpoint", "recover"]
 @click.option("--model", "model_id", help="The model the conversation runs on (a label).")
 @click.option("--chat", "chat_id", help="The client's chat id, to resume it (a label).")
 @click.option("--agent", "agent_id", help="The agent it is for (default: the session's only agent).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @pass_context
 def checkpoint(ctx: Context, session_id: str, model_id: str | None, chat_id: str | None,
-               agent_id: str | None) -> None:
+               agent_id: str | None, as_json: bool) -> None:
     """Mark a checkpoint of a session, to recover it from later."""
+    ctx.json = ctx.json or as_json
     ctx.write(lambda m: m.checkpoint(session_id, model_id=model_id, chat_id=chat_id, agent_id=agent_id),
               "checkpoint")
 
@@ -46,9 +48,11 @@ def _text(found: Recovery | None) -> str:
 @click.command()
 @click.option("--user", "user_id", required=True)
 @click.option("--agent", "agent_id")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @pass_context
-def recover(ctx: Context, user_id: str, agent_id: str | None) -> None:
+def recover(ctx: Context, user_id: str, agent_id: str | None, as_json: bool) -> None:
     """The newest checkpoint of a user (and agent) still valid, with the context read as of it."""
+    ctx.json = ctx.json or as_json
     with ctx.reading() as mem:
         found = mem.recover(user_id, agent_id)
     ctx.emit(_data(found), lambda: _text(found))

@@ -4,6 +4,7 @@ checkpoints with it (byte scan)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,5 @@ def test_cli_checkpoint_and_recover(run: Run) -> None:
     assert code == 0 and none == {"recovered": False}
     code, text, _ = run("recover", "--user", "alice", as_json=False)
     assert code == 0 and marked["id"] in text
+    code, again, _ = run("recover", "--user", "alice", "--json", as_json=False)
+    assert code == 0 and json.loads(again)["checkpoint_id"] == marked["id"]
