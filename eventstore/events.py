@@ -422,8 +422,7 @@ class ResourceReplaced(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
 # -- upkeep (issue 18) --
 
 class CheckpointMarked(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="checkpoint.marked"):
-    """A point of a session to recover from (seed 002's checkpoints): ids and labels only;
-    the context is read from the log as of this event."""
+    """A point of a session to recover from (seed 002): ids and labels; recovery reads the log as of it."""
 
     checkpoint_id: Id
     session_id: Id

@@ -98,6 +98,10 @@ _overrides: dict[str, dict[str, Any]] = {
     "resource.trimmed": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple),
                              tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
     "resource.replaced": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple)),
+    # -- upkeep (issue 18) --
+    "checkpoint.marked": dict(checkpoint_id=ids, session_id=ids, at=micros, user_id=st.none() | ids,
+                              agent_id=st.none() | ids, model_id=st.none() | labels,
+                              chat_id=st.none() | labels),
 }
 _id_fields = {"session_id": ids, "user_id": ids}
 
