@@ -154,9 +154,11 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
 
     def start_session(self, user_id: str | None = None, agent_ids: Iterable[str] = (),
                       tags: Iterable[str] = (), metadata: dict[str, str] | None = None,
-                      channel: str | None = None, session_id: str | None = None) -> str:
-        """Start a session; returns its id."""
-        return sessions.start_session(self.store, user_id, agent_ids, tags, metadata, channel, session_id)
+                      channel: str | None = None, session_id: str | None = None,
+                      ephemeral: bool = False) -> str:
+        """Start a session; returns its id. ``ephemeral``: pruned by age and count (issue 18)."""
+        return sessions.start_session(self.store, user_id, agent_ids, tags, metadata, channel, session_id,
+                                      ephemeral=ephemeral)
 
     def session(self, session_id: str) -> SessionResult:
         """A session's manifest and statistics."""

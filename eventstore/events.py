@@ -24,6 +24,7 @@ __all__ = [
     "EVENT_TYPES",
     "ID_PATTERN",
     "SCHEMA_VERSIONS",
+    "CheckpointMarked",
     "DecayApplied",
     "DecisionDetails",
     "DeletedRef",
@@ -148,6 +149,8 @@ class SessionStarted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     tags: tuple[Label, ...] = ()
     metadata: dict[str, str] = {}
     channel: Label | None = None
+    # -- upkeep (issue 18): pruned by age and count (seed 004's hook sessions)
+    ephemeral: bool = False
 
 
 class SessionUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.updated"):
@@ -177,6 +180,8 @@ class SessionRestored(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
     """An archived session was restored."""
 
     session_id: Id
+    # -- upkeep (issue 18): why, e.g. an automatic restore on a write or a read
+    reason: str | None = None
 
 
 class EntryRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.recorded"):
@@ -325,6 +330,10 @@ class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     as_of: Micros
     policy: dict[str, Days]
     request_id: Id | None = None
+    # -- upkeep (issue 18): retention by count: the most of each kind kept per
+    # scope, and the scope (``<user>/<agent>``, ids; empty parts when none)
+    max_counts: dict[str, Count] = {}
+    scope: str | None = None
 
 
 # -- compaction and summaries (issue 17) --
@@ -438,6 +447,18 @@ class SessionExtracted(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     messages: Count = 0  # how many messages this run read
     entry_ids: tuple[Id, ...] = ()
     trigger: Label | None = None  # close, extract, maintain
+# -- upkeep (issue 18) --
+
+class CheckpointMarked(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="checkpoint.marked"):
+    """A point of a session to recover from (seed 002): ids and labels; recovery reads the log as of it."""
+
+    checkpoint_id: Id
+    session_id: Id
+    at: Micros
+    user_id: Id | None = None
+    agent_id: Id | None = None
+    model_id: Label | None = None
+    chat_id: Label | None = None
 
 
 Event: TypeAlias = (
@@ -471,6 +492,8 @@ Event: TypeAlias = (
     # -- formation (issue 18) --
     | EntryReinforced
     | SessionExtracted
+    # -- upkeep (issue 18) --
+    | CheckpointMarked
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -13,6 +13,7 @@ from .embed import Embedder, VectorIndex, default_embedder
 from .models import (
     DEFAULT_RATES,
     AccessView,
+    CheckpointView,
     DecayParams,
     DeletionRecord,
     EntryView,
@@ -54,6 +55,7 @@ __all__ = [
     "OPEN_SEQ",
     "VIEW_DBS",
     "AccessView",
+    "CheckpointView",
     "DecayParams",
     "DeletionRecord",
     "Embedder",

@@ -35,7 +35,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
 # 5: search shards stem (en_stem) and hold `dl`, `absent` and memory documents; the vectors projection.
 # 6: the views' counters hold the last seq of each event type (``last:<type>``).
-# 7: the views' ``formation`` database (lessons by scope, extraction backlog; issue 18).
+# 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
+#    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
 LAYOUT = "7"
 
 

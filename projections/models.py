@@ -19,6 +19,7 @@ from eventstore import EntryChanges, EntryRecorded, EntryState, MemoryState
 __all__ = [
     "DEFAULT_RATES",
     "AccessView",
+    "CheckpointView",
     "DecayParams",
     "DeletionRecord",
     "EntryView",
@@ -120,6 +121,9 @@ class SessionView(msgspec.Struct, frozen=True, gc=False):
     started_seq: int
     changed_seq: int
     closed_at: int | None = None  # recorded_at of its session.closed
+    # -- upkeep (issue 18) --
+    ephemeral: bool = False  # started ephemeral: pruned by age and count
+    restored_at: int = 0  # recorded_at of its last session.restored (idle counts from it too)
 
 
 class SessionStats(msgspec.Struct, frozen=True, gc=False):
@@ -240,3 +244,16 @@ class Reinforcement(msgspec.Struct, frozen=True, gc=False):
     last_at: int = 0
     last_similarity: float = 0.0
     last_by: str | None = None
+# -- upkeep (issue 18) --
+
+class CheckpointView(msgspec.Struct, frozen=True, gc=False):
+    """A checkpoint as the views index it (``checkpoint.marked``: ids and labels)."""
+
+    checkpoint_id: str
+    session_id: str
+    seq: int
+    at: int
+    user_id: str | None = None
+    agent_id: str | None = None
+    model_id: str | None = None
+    chat_id: str | None = None

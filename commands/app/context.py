@@ -57,6 +57,7 @@ from .fitting import Section, block, fit
 from .resources import resource_sections
 from .results import ContextBlock
 from .scope import project_of, session_scope, user_sessions
+from .sessions import restore_on_read
 from .store import Store
 from .validate import check_id
 
@@ -103,6 +104,8 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int,
         extra = resource_sections(store.settings.resources, views, session, budget, count,
                                   None if as_of is not None else gather.now)
     order, drop_order = _with_resources(extra)
+    if session.archived and as_of is None:  # -- upkeep (issue 18): a read restores it
+        restore_on_read(store, sid)
     live, dropped = fit(sections + extra, budget, count, order, drop_order)
     trimmed_messages = any(s.name == "messages" and s.removed for s in live) or "messages" in dropped
     return block(live, dropped, budget, count, order, gather.cut or trimmed_messages)

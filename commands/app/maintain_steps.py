@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from .compaction import compact_session, sessions_over, threshold_bytes
 from .extraction import extraction_step
+from .idle import archive_step, ephemeral_step
 from .resources.handle import ResourceHandle
 from .resources.reading import specs
+from .retention_count import retention_count_step
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
@@ -65,5 +67,6 @@ RESOURCE_STEP = Step("resources", _resource_due, _tidy)
 
 def default_steps() -> list[Step]:
     """The steps ``memlog maintain`` runs, in order."""
-    return [extraction_step, COMPACTION_STEP, RESOURCE_STEP]
+    return [extraction_step, COMPACTION_STEP, RESOURCE_STEP,
+            retention_count_step, ephemeral_step, archive_step]
 

@@ -20,6 +20,7 @@ from projections import MemoryView, Ranked, Scope, SearchQuery, ViewReader
 
 from .metrics import METRICS
 from .results import SearchResult
+from .sessions import restore_on_read
 from .store import Store
 from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
 
@@ -81,6 +82,8 @@ def search(store: Store, query: SearchQuery, record_access: bool | None = None) 
     """Search now; notes the access unless switched off. The access is appended
     later, in a batch (``entries.accessed``, see :mod:`.access`): a search never
     waits for a durable write."""
+    if query.session_id is not None:  # -- upkeep (issue 18): a read naming an archived session restores it
+        restore_on_read(store, query.session_id)
     with METRICS.timed("search"):
         results = find(store, query)
     METRICS.add("searches")

@@ -25,24 +25,29 @@ from .store import Store
 from .validate import check_id, check_ids, check_labels, optional_text
 
 __all__ = [
-    "archive_session", "close_session", "restore_session", "session", "sessions", "start_session",
-    "transcript", "update_session",
+    "RESTORED_ON_READ", "archive_session", "close_session", "restore_on_read", "restore_session", "session",
+    "sessions", "start_session", "transcript", "update_session",
 ]
+
+# -- upkeep (issue 18): the reason of an automatic restore by a read (seed 000)
+RESTORED_ON_READ = "auto-restore: a read named the archived session"
 
 
 def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[str] = (),
                   tags: Iterable[str] = (), metadata: dict[str, str] | None = None,
                   channel: str | None = None, session_id: str | None = None, *,
-                  event_id: str | None = None) -> str:
+                  event_id: str | None = None, ephemeral: bool = False) -> str:
     """Start a session; returns its id. Ingest redaction runs over its tags,
     its channel and its metadata's keys and values. ``event_id``: a client
-    event id (importers)."""
+    event id (importers). ``ephemeral``: pruned by age and count (issue 18,
+    :mod:`commands.app.idle`)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
         agent_ids=check_ids(agent_ids, "agent ids"), tags=check_labels(tags, "tags"),
         metadata=_metadata(metadata),
         channel=None if channel is None else check_labels([channel], "channel")[0],
+        ephemeral=bool(ephemeral),
     ))
     with store.read() as views:
         if views.session(sid) is not None or store.writer.is_pending_session(sid):
@@ -105,7 +110,7 @@ def sessions(store: Store, user_id: str | None = None, archived: bool | None = F
 
 def archive_session(store: Store, session_id: str, reason: str | None = None) -> None:
     """Archive a session: it leaves default search and context."""
-    sid = store.writer.live_session(session_id, closed_ok=True)
+    sid = store.writer.live_session(session_id, closed_ok=True, restore=False)
     text = _reason(store, reason)
     store.writer.append(f"session:{sid}", lambda: [SessionArchived(session_id=sid, reason=text)])
 
@@ -150,10 +155,13 @@ def transcript(store: Store, session_id: str, limit: int | None = 50, offset: in
     if type(offset) is not int or offset < 0:
         raise InvalidInputError("offset must be an integer >= 0")
     with store.read() as views:
-        if views.session(sid) is None:
+        view = views.session(sid)
+        if view is None:
             raise SessionNotFoundError(f"session {sid} not found")
         page, total = views.session_page(sid, ("message",), offset, limit)
         messages = [entry_result(v) for v in page]
+    if view.archived:  # -- upkeep (issue 18) --
+        restore_on_read(store, sid)
     end = offset + len(messages)
     return TranscriptPage(session_id=sid, messages=messages, total=total, offset=offset, limit=limit,
                           next_offset=end if end < total else None)
@@ -176,3 +184,21 @@ def restore_session(store: Store, session_id: str) -> None:
     if not view.archived:
         raise InvalidInputError(f"session {sid} is not archived")
     store.writer.append(f"session:{sid}", lambda: [SessionRestored(session_id=sid)])
+
+
+# -- upkeep (issue 18) --
+
+def restore_on_read(store: Store, session_id: str) -> bool:
+    """Restore an archived session a read names (transcript, context, search
+    with a session) when ``auto_restore`` is on; a read-only store skips it
+    (the read goes on as it is). True when it restored."""
+    if not store.settings.auto_restore or store.read_only:
+        return False
+    with store.read() as views:
+        view = views.session(session_id)
+    if view is None or not view.archived:
+        return False
+    store.writer.append(f"session:{session_id}",
+                        lambda: [SessionRestored(session_id=session_id, reason=RESTORED_ON_READ)])
+    _log.info("archived session restored by a read", session_id=session_id)
+    return True

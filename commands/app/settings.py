@@ -65,6 +65,13 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     lesson_dedup_threshold: float = 0.8
     handoff_on_close: bool = True  # seed 002: close writes a handoff from the last 6 messages
     extract_on_close: bool = True  # ... and extracts decisions and lessons (the rules of seed 002)
+    # -- upkeep (issue 18): 0 disables each threshold --
+    checkpoint_valid_days: int = 7  # seed 002: recover ignores an older checkpoint (0: never expires)
+    lesson_limit: int = 500  # seed 004: the most lessons a scope keeps, the oldest going first
+    ephemeral_max_age_hours: int = 48  # seed 004: an ephemeral session idle this long is deleted
+    ephemeral_max_count: int = 500  # seed 004: past this many ephemeral sessions, the oldest go
+    archive_idle_days: int = 30  # seed 000: a session idle this long is archived
+    auto_restore: bool = True  # seed 000: a write or read naming an archived session restores it
 
 
 _ENV_TYPES: dict[str, type] = {
@@ -142,3 +149,9 @@ def check_settings(settings: Settings) -> None:
     # -- formation (issue 18) --
     if not 0 <= settings.lesson_dedup_threshold <= 1:
         raise InvalidInputError("lesson_dedup_threshold must be between 0 (off) and 1")
+    # -- upkeep (issue 18) --
+    for name in ("checkpoint_valid_days", "lesson_limit", "ephemeral_max_age_hours", "ephemeral_max_count",
+                 "archive_idle_days"):
+        value = getattr(settings, name)
+        if not 0 <= value <= 1_000_000_000:
+            raise InvalidInputError(f"{name} must be an integer from 0 (off) to 1000000000")

@@ -77,6 +77,7 @@ class Store:
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
         self.entries = EntryFactory(settings.max_content_bytes, redactor)
         self.writer = Writer(self.log, self.proj, settings.default_actor)
+        self.writer.auto_restore = settings.auto_restore  # -- upkeep (issue 18) --
         # searches' accesses, batched; a read-only store records none
         self.access = AccessRecorder(self.log, settings.default_actor, enabled=not read_only)
         # -- compaction and summaries (issue 17) --

@@ -16,6 +16,7 @@ from eventstore import (
     SessionArchivedError,
     SessionClosedError,
     SessionNotFoundError,
+    SessionRestored,
 )
 from projections import Projections
 
@@ -23,7 +24,10 @@ from . import log as _log
 from .metrics import METRICS
 from .validate import check_id
 
-__all__ = ["Writer"]
+__all__ = ["RESTORED_ON_WRITE", "Writer"]
+
+# -- upkeep (issue 18): the reason of an automatic restore by a write (seed 000)
+RESTORED_ON_WRITE = "auto-restore: a write touched the archived session"
 
 _RETRIES = 5
 
@@ -45,6 +49,8 @@ class Writer:
         self._live_at: dict[str, tuple[int, int]] = {}
         self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
         self._batch_closed: set[str] = set()  # sessions closed in the current batch
+        # -- upkeep (issue 18): restore an archived session a write touches (settings.auto_restore)
+        self.auto_restore = False
 
     def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,
                 keeps_live: bool = False, *, event_ids: Sequence[str] | None = None) -> int:
@@ -122,10 +128,12 @@ class Writer:
             self._batch, self._batch_versions, self._pending_sessions = None, {}, set()
             self._batch_live, self._batch_closed = {}, set()
 
-    def live_session(self, session_id: object, closed_ok: bool = False) -> str:
+    def live_session(self, session_id: object, closed_ok: bool = False, restore: bool = True) -> str:
         """The id of a session that exists, is not archived and (unless
         ``closed_ok``) not closed, checked against the views (cached until its
-        stream or the system stream moves)."""
+        stream or the system stream moves). An archived session is restored
+        first (``session.restored``) when ``auto_restore`` is on and ``restore``
+        is not switched off (archiving it again); a read-only store refuses that write."""
         sid = check_id(session_id, "session id")
         if sid in self._batch_closed and not closed_ok:
             raise SessionClosedError(f"session {sid} is closed; start a new session")
@@ -139,7 +147,7 @@ class Writer:
             if view is None:
                 raise SessionNotFoundError(f"session {sid} not found")
             if view.archived:
-                raise SessionArchivedError(f"session {sid} is archived; restore it first")
+                self._restore(sid, view.closed_at is not None and not closed_ok, restore)
             if view.closed_at is not None:
                 if closed_ok:
                     return sid  # not cached: the cache vouches for open sessions only
@@ -148,6 +156,16 @@ class Writer:
         if self._batch is not None:
             self._pending_sessions.add(sid)
         return sid
+
+    def _restore(self, sid: str, closed: bool, restore: bool) -> None:
+        """Restore an archived session a write touches, or refuse the write
+        (a write a closed session would refuse anyway restores nothing)."""
+        if not (self.auto_restore and restore):
+            raise SessionArchivedError(f"session {sid} is archived; restore it first")
+        if closed:
+            raise SessionClosedError(f"session {sid} is closed; start a new session")
+        self.append(f"session:{sid}", lambda: [SessionRestored(session_id=sid, reason=RESTORED_ON_WRITE)])
+        _log.info("archived session restored by a write", session_id=sid)
 
     def add_pending_session(self, session_id: str) -> None:
         """A session started in the current batch (live for its later writes)."""

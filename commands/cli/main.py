@@ -25,6 +25,7 @@ from . import (
     resources,
     sessions,
     transfer,
+    upkeep,
 )
 from .base import Context, MemlogGroup
 from .demo import demo
@@ -57,6 +58,7 @@ for _command in (
     resources.resource,  # memory resources (issue 17)
     maintain.maintain,  # -- maintain (issue 18) --
     formation.extract,  # -- formation (issue 18) --
+    upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
 ):
     cli.add_command(_command)
 

@@ -35,12 +35,15 @@ def session() -> None:
 @click.option("--tag", "tags", multiple=True)
 @click.option("--meta", "meta", multiple=True, help="KEY=VALUE metadata.")
 @click.option("--channel")
+@click.option("--ephemeral", is_flag=True, help="Pruned after ephemeral_max_age_hours idle, or past "
+              "ephemeral_max_count sessions.")
 @pass_context
 def session_start(ctx: Context, user_id: str | None, agents: tuple[str, ...], tags: tuple[str, ...],
-                  meta: tuple[str, ...], channel: str | None) -> None:
+                  meta: tuple[str, ...], channel: str | None, ephemeral: bool) -> None:
     """Start a session."""
     ctx.write(lambda m: m.start_session(user_id=user_id, agent_ids=agents, tags=tags,
-                                         metadata=parse_meta(meta), channel=channel), "started session")
+                                         metadata=parse_meta(meta), channel=channel, ephemeral=ephemeral),
+              "started session")
 
 
 @session.command("list")

@@ -5,6 +5,7 @@ retention by count, ephemeral and idle sessions (seeds 000, 004) (issue 18).
 from __future__ import annotations
 
 from ..app import Store
+from ..app import checkpoints as _checkpoints
 from ..app.summarise import Summariser
 
 __all__ = ["UpkeepFace"]
@@ -15,3 +16,16 @@ class UpkeepFace:
 
     store: Store
     summariser: Summariser
+
+    def checkpoint(self, session_id: str, *, model_id: str | None = None, chat_id: str | None = None,
+                   agent_id: str | None = None) -> str:
+        """Mark a checkpoint of a session (seed 002); returns its id. ``agent_id``
+        defaults to the session's agent when it has exactly one."""
+        return _checkpoints.checkpoint(self.store, session_id, model_id=model_id, chat_id=chat_id,
+                                       agent_id=agent_id)
+
+    def recover(self, user_id: str, agent_id: str | None = None) -> _checkpoints.Recovery | None:
+        """The newest checkpoint of a user (and agent) still valid
+        (``checkpoint_valid_days``), with the context and the last 50 messages
+        read as of it; None when there is none or it expired."""
+        return _checkpoints.recover(self.store, user_id, agent_id)

@@ -18,6 +18,7 @@ import msgspec
 
 from eventstore import (
     SHOWN_STATES,
+    CheckpointMarked,
     DecayApplied,
     DeletedRef,
     DeletionRequested,
@@ -61,6 +62,7 @@ from ..models import (
 )
 from . import formation as f  # -- formation (issue 18) --
 from . import reducers as r
+from . import upkeep as u  # -- upkeep (issue 18) --
 from .keys import (
     SEP,
     all_versions,
@@ -174,6 +176,7 @@ class ViewWriter:
             case SessionStarted():
                 self.put(b"sessions", version_key(event.session_id, rec.seq),
                          r.session_started(rec, event))
+                u.session_started(self.txn, self.dbs, event)  # -- upkeep (issue 18) --
             case SessionUpdated():
                 self._session_update(event.session_id, lambda s: r.session_updated(s, rec, event))
             case SessionArchived() | SessionRestored():
@@ -214,6 +217,9 @@ class ViewWriter:
                 f.reinforced(self.txn, self.dbs, rec, event)
             case SessionExtracted():
                 f.session_extracted(self.txn, self.dbs, event)
+            # -- upkeep (issue 18) --
+            case CheckpointMarked():
+                u.checkpoint_marked(self.txn, self.dbs, rec, event)
             case _:
                 pass
 
@@ -227,6 +233,7 @@ class ViewWriter:
         self.put(b"entries", version_key(eid, rec.seq), stored)
         self._index(stored, event.derived_from)
         f.entry_indexed(self.txn, self.dbs, stored, event)  # -- formation (issue 18) --
+        u.entry_indexed(self.txn, self.dbs, stored, event)  # -- upkeep (issue 18) --
         if event.session_id:
             sid = event.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), stored)
@@ -299,6 +306,7 @@ class ViewWriter:
                  r.entry_redacted(rec, event, entry, rec.seq))
         self._index(first, entry.derived_from)
         f.entry_indexed(self.txn, self.dbs, first, entry)  # -- formation (issue 18) --
+        u.entry_indexed(self.txn, self.dbs, first, entry)  # -- upkeep (issue 18) --
         if entry.session_id:
             sid = entry.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), first)
@@ -323,6 +331,7 @@ class ViewWriter:
         self.txn.delete(u64(stored.recorded_seq), db=self.dbs[b"by_seq"])
         self.txn.delete(hash_key(stored.entry_id), db=self.dbs[b"by_hash"])
         f.entry_unindexed(self.txn, self.dbs, stored)  # -- formation (issue 18) --
+        u.entry_unindexed(self.txn, self.dbs, stored)  # -- upkeep (issue 18) --
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
@@ -397,6 +406,7 @@ class ViewWriter:
         self.session_stats.pop(session_id, None)
         self.txn.delete(session_id.encode(), db=self.dbs[b"session_stats"])
         f.session_gone(self.txn, self.dbs, session_id)  # -- formation (issue 18) --
+        u.session_gone(self.txn, self.dbs, session_id)  # -- upkeep (issue 18) --
 
     def _ledger(self, request_id: str, fn: Any) -> DeletionRecord | None:
         raw = self.txn.get(request_id.encode(), db=self.dbs[b"deletions"])

@@ -30,6 +30,7 @@ from .._skips import Skipped
 from ..decay import entry_importance
 from ..models import (
     AccessView,
+    CheckpointView,
     DecayParams,
     DeletionRecord,
     EntryView,
@@ -42,6 +43,7 @@ from ..models import (
     SessionView,
     StoredEntry,
 )
+from . import upkeep as _upkeep  # -- upkeep (issue 18) --
 from .formation import reinforcement_entity, scope_prefix  # -- formation (issue 18) --
 from .keys import (
     SEP,
@@ -403,6 +405,29 @@ class ViewReader:
         """The last flush and eviction across every resource, and their counts."""
         raw = latest_version(self.txn, self.dbs[b"resources"], ACTIVITY, self.as_of)
         return ResourceActivity() if raw is None else _resource_activity(raw)
+
+    # -- upkeep (issue 18) --
+
+    def checkpoints(self, user_id: str, agent_id: str | None = None) -> Iterator[CheckpointView]:
+        """A user's checkpoints (of one agent, if given) at ``as_of``, newest first."""
+        return _upkeep.checkpoints_of(self.txn, self.dbs, user_id, agent_id, self.as_of)
+
+    def session_checkpoints(self, session_id: str) -> list[CheckpointView]:
+        """A session's checkpoints (now), oldest first: erased with the session."""
+        return _upkeep.session_checkpoints(self.txn, self.dbs, session_id)
+
+    def lesson_scopes(self) -> list[tuple[str, str, int]]:
+        """(user, agent, lessons) of every scope holding lessons (now; ``""``: none):
+        one small index, no entry read."""
+        return _upkeep.lesson_scopes(self.txn, self.dbs)
+
+    def oldest_lessons(self, user_id: str, agent_id: str, count: int) -> list[str]:
+        """The ids of a scope's ``count`` oldest lessons (now; by ``occurred_at``, then id)."""
+        return _upkeep.oldest_lessons(self.txn, self.dbs, user_id, agent_id, count)
+
+    def ephemeral_sessions(self) -> list[str]:
+        """The ids of the ephemeral sessions (now)."""
+        return _upkeep.ephemeral_ids(self.txn, self.dbs)
 
     # -- maintain (issue 18) --
 

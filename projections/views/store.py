@@ -27,6 +27,8 @@ Databases (see :mod:`projections.views.keys` for the temporal key layout):
   resource instance's items (ids only), ``activity`` the last flush and eviction;
 - ``formation``: lessons by scope, the extraction backlog, reinforcement tallies
   (ids and counts; see :mod:`projections.views.formation`);
+- ``upkeep``: lessons by scope and age, checkpoints by user and session, the
+  ephemeral sessions (ids, labels and counts; see :mod:`projections.views.upkeep`);
 - ``meta``: the checkpoint (last applied seq), written in the same transaction.
 """
 
@@ -60,6 +62,8 @@ VIEW_DBS = (
     b"resources",
     # -- formation (issue 18) --
     b"formation",
+    # -- upkeep (issue 18) --
+    b"upkeep",
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]

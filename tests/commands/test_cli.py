@@ -53,9 +53,11 @@ def test_session_lifecycle(run: Run, sid: str) -> None:
     assert run("session", "archive", sid)[0] == 0
     assert run("session", "list")[1] == []
     assert [s["id"] for s in run("session", "list", "--archived")[1]] == [sid]
-    code, _, err = run("add", "message", sid, "--role", "user", "--content", "late")
-    assert code == 4 and "archived" in err
     assert run("session", "restore", sid)[0] == 0
+    # -- upkeep (issue 18): a write into an archived session restores it (auto_restore)
+    assert run("session", "archive", sid)[0] == 0
+    code, _, err = run("add", "message", sid, "--role", "user", "--content", "late")
+    assert code == 0, err
     assert [s["id"] for s in run("session", "list", "--user", "alice")[1]] == [sid]
 
 

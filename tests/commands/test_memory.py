@@ -114,8 +114,10 @@ def test_unknown_ids_raise_not_found(tmp_path: Path) -> None:
 
 
 def test_session_checks_see_other_writers(tmp_path: Path) -> None:
-    """The cached liveness of a session is dropped when anyone archives it."""
-    with MemoryLog.open(tmp_path / "s") as mem, MemoryLog.open(tmp_path / "s") as other:
+    """The cached liveness of a session is dropped when anyone archives it
+    (without auto-restore: a write into an archived session is refused)."""
+    with MemoryLog.open(tmp_path / "s", auto_restore=False) as mem, \
+            MemoryLog.open(tmp_path / "s", auto_restore=False) as other:
         sid = mem.start_session()
         mem.add_message(sid, role="user", content="first")
         with mem.batch():

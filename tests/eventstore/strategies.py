@@ -103,6 +103,10 @@ _overrides: dict[str, dict[str, Any]] = {
                              session_id=st.none() | ids),
     "session.extracted": dict(session_id=ids, upto_seq=st.integers(0, 2**62), messages=st.integers(0, 2**62),
                               entry_ids=st.lists(ids).map(tuple), trigger=st.none() | labels),
+    # -- upkeep (issue 18) --
+    "checkpoint.marked": dict(checkpoint_id=ids, session_id=ids, at=micros, user_id=st.none() | ids,
+                              agent_id=st.none() | ids, model_id=st.none() | labels,
+                              chat_id=st.none() | labels),
 }
 _id_fields = {"session_id": ids, "user_id": ids}
 

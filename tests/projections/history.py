@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from eventstore import (
+    CheckpointMarked,
     DecayApplied,
     DeletedRef,
     DeletionCriteria,
@@ -78,6 +79,11 @@ steps = st.lists(
         # -- formation (issue 18) --
         st.tuples(st.just("reinforce"), st.integers(0, 30), st.floats(0.8, 1.0)),
         st.tuples(st.just("extracted"), st.integers(0, 2)),
+        # -- upkeep (issue 18) --
+        st.tuples(st.just("checkpoint"), st.integers(0, 2), st.sampled_from([None, "a0", "a1"]),
+                  st.sampled_from([None, "chat_abc123"])),
+        st.tuples(st.just("ephemeral"), st.booleans()),
+        st.tuples(st.just("restore_why"), st.integers(0, 2)),
     ),
     min_size=1, max_size=40,
 )
@@ -214,7 +220,7 @@ class History:
         self.entries.append((summary.entry_id, seq, "summary", sid))
 
     def _resummarise(self, i: int) -> None:
-        summaries = [e for e in self.entries if e[2] == "summary"]
+        summaries = [e for e in self.entries if e[2] == "summary" and e[3]]  # a resource's has no session
         if not summaries:
             return
         old = summaries[i % len(summaries)]
@@ -296,6 +302,22 @@ class History:
         self.log.append(f"session:{sid}", [SessionExtracted(
             session_id=sid, upto_seq=self.log.head().seq, messages=1, entry_ids=ids,
             trigger="maintain")], actor="t")
+    # -- upkeep (issue 18) --
+
+    def _checkpoint(self, session: int, agent: str | None, chat: str | None) -> None:
+        self.n += 1
+        self.log.append(f"session:s{session}", [CheckpointMarked(
+            checkpoint_id=f"ck{self.n}", session_id=f"s{session}", at=1_700_000_000_000_000 + self.n,
+            user_id="alice", agent_id=agent, model_id="m1", chat_id=chat)], actor="t")
+
+    def _ephemeral(self, with_user: bool) -> None:
+        self.n += 1
+        self.log.append(f"session:x{self.n}", [SessionStarted(
+            session_id=f"x{self.n}", user_id="bob" if with_user else None, ephemeral=True)], actor="t")
+
+    def _restore_why(self, session: int) -> None:
+        self.log.append(f"session:s{session}", [SessionRestored(session_id=f"s{session}",
+                                                                reason="auto-restore: a read")], actor="t")
 
 
 def _details(kind: str, n: int) -> TaskDetails | MessageDetails | None:

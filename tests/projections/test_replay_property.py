@@ -85,8 +85,9 @@ def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str]
         stats = {sid: views.session_stats(sid).counts for sid in sessions if sid not in touched}
         resources = {k: views.resource_state(k) for k in ("k0", "k1")}  # memory resources (issue 17)
         specs = views.resource_specs()
+        checkpoints = list(views.checkpoints("alice"))  # -- upkeep (issue 18) --
     return {"entries": entries, "sessions": sessions, "memories": memories, "stats": stats,
-            "resources": resources, "specs": specs}
+            "resources": resources, "specs": specs, "checkpoints": checkpoints}
 
 
 @settings(max_examples=20)

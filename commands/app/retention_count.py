@@ -1,0 +1,78 @@
+"""Retention by count (seed 004): at most ``lesson_limit`` lessons per scope,
+the oldest going first (issue 18).
+
+A scope is ``(user_id or "", agent_id or "")``, the one dedup of lessons uses:
+the lesson's user (its own, else its session's) and its agent. The views keep
+every scope's lesson count and its lessons by age (:mod:`projections.views.upkeep`),
+so :data:`retention_count_step`'s ``due`` reads one small index. Its ``run``
+deletes a scope's oldest lessons past the limit (by ``occurred_at``, then id)
+as one deletion request with the reason ``retention`` through the privacy
+pipeline (tombstone, purge, verified report), then records ``retention.applied``
+with the policy (``max_counts={"lesson": N}``, the scope) as ``memlog/maintain``.
+Entries derived from a deleted lesson stay, as with retention by days.
+``lesson_limit = 0`` switches it off.
+"""
+
+from __future__ import annotations
+
+from eventstore import DeletionCriteria, RetentionApplied
+
+from . import log as _log
+from .privacy import run_deletion
+from .results import DeletionReport
+from .store import Store
+from .upkeep import Due, Step, StepContext
+
+__all__ = ["apply_lesson_limit", "retention_count_step", "scope_label", "scopes_over"]
+
+REQUESTED_BY = "retention"
+
+
+def scope_label(user_id: str, agent_id: str) -> str:
+    """A scope as targets and events name it: ``<user>/<agent>`` (empty parts when none)."""
+    return f"{user_id}/{agent_id}"
+
+
+def scopes_over(store: Store, limit: int | None = None) -> list[tuple[str, str, int]]:
+    """(user, agent, lessons over the limit) of every scope past ``lesson_limit``."""
+    most = store.settings.lesson_limit if limit is None else limit
+    if not most:
+        return []
+    with store.read() as views:
+        return [(u, a, n - most) for u, a, n in views.lesson_scopes() if n > most]
+
+
+def _due(store: Store, now: int) -> list[Due]:
+    limit = store.settings.lesson_limit
+    return [Due("retention_count", scope_label(u, a),
+                f"{over} lessons over lesson_limit={limit}", items=over)
+            for u, a, over in scopes_over(store)]
+
+
+def apply_lesson_limit(store: Store, user_id: str, agent_id: str, actor: str,
+                       now: int) -> DeletionReport | None:
+    """Delete a scope's oldest lessons past ``lesson_limit`` (none: None)."""
+    limit = store.settings.lesson_limit
+    over = next((n for u, a, n in scopes_over(store) if (u, a) == (user_id, agent_id)), 0)
+    if not over:
+        return None
+    with store.read() as views:
+        ids = tuple(views.oldest_lessons(user_id, agent_id, over))
+    criteria = DeletionCriteria(ids=ids, include_derived=False)
+    report = run_deletion(store, criteria, "retention", REQUESTED_BY, False)
+    applied = RetentionApplied(as_of=now, policy={}, request_id=report.request_id,
+                               max_counts={"lesson": limit}, scope=scope_label(user_id, agent_id))
+    store.writer.append("system", lambda: [applied], actor=actor)
+    _log.info("retention by count applied", request_id=report.request_id, deleted=report.deleted,
+              verified=report.verified)
+    return report
+
+
+def _run(store: Store, due: Due, ctx: StepContext) -> int:
+    user_id, _, agent_id = due.target.partition("/")
+    report = apply_lesson_limit(store, user_id, agent_id, ctx.actor, ctx.now)
+    # deletion.requested, entries.deleted, purge.completed, retention.applied
+    return 0 if report is None else 4
+
+
+retention_count_step = Step("retention_count", _due, _run)
