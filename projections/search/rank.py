@@ -176,19 +176,25 @@ def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:
             if c.text >= 0 and isinstance(c.view, EntryView) else c for c in candidates]
 
 
-def _adjacent_seqs(candidates: list[_Candidate], near: dict[int, float]) -> dict[int, str | None]:
+def _adjacent_seqs(candidates: list[_Candidate], near: dict[int, float]) -> dict[int, frozenset[str]]:
     """The rseqs recorded just before and after the best text candidates (not
-    already candidates, nor semantic candidates), each with the session it
-    must share with that candidate to count as its neighbour."""
+    already candidates, nor semantic candidates), each with the sessions of the
+    candidates it is adjacent to: it counts as a neighbour when it shares one
+    (one rseq may follow a candidate of one session and precede another's)."""
     best = sorted((c for c in candidates if c.text > 0 and isinstance(c.view, EntryView)),
-                  key=lambda c: -c.text)[: TUNING.neighbour_fetch]
+                  key=lambda c: (-c.text, c.rseq))[: TUNING.neighbour_fetch]
     have = {c.rseq for c in candidates}
-    return {s: getattr(c.view, "session_id", None) for c in best for s in (c.rseq - 1, c.rseq + 1)
-            if s > 0 and s not in have and s not in near}
+    out: dict[int, set[str]] = {}
+    for c in best:
+        session = getattr(c.view, "session_id", None)
+        for s in (c.rseq - 1, c.rseq + 1):
+            if s > 0 and s not in have and s not in near:
+                out.setdefault(s, set()).update(() if session is None else (session,))
+    return {s: frozenset(sessions) for s, sessions in out.items()}
 
 
 def _others(views: ViewReader, text_seqs: set[int], semantic: dict[int, tuple[float, bool]],
-            adjacent: dict[int, str | None], ok: dict[int, bool], stats: Stats | None,
+            adjacent: dict[int, frozenset[str]], ok: dict[int, bool], stats: Stats | None,
             now: int) -> list[_Candidate]:
     """The allowed semantic candidates the text search did not find, and the
     allowed neighbours in their candidate's session (neither scored for text:
@@ -199,8 +205,7 @@ def _others(views: ViewReader, text_seqs: set[int], semantic: dict[int, tuple[fl
     if not extra:
         return []
     return [c for c in _candidates(views, extra, stats, now)
-            if c.rseq not in adjacent or (adjacent[c.rseq] is not None
-                                          and getattr(c.view, "session_id", None) == adjacent[c.rseq])]
+            if c.rseq not in adjacent or getattr(c.view, "session_id", None) in adjacent[c.rseq]]
 
 
 def _content_words(words: list[str]) -> list[str]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from commands import MemoryLog
 
 from .conftest import Run
 
@@ -118,3 +121,18 @@ def test_r6_a_preference_key_holds_its_latest_value(run: Run) -> None:
     assert "concise" not in text
     code, shown, _ = run("show", first)
     assert code == 0 and shown["content"] == "response_style: concise"
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_turn_between_two_sessions_hits_is_its_sessions_neighbour(tmp_path: Path, first: int) -> None:
+    """A turn recorded right after a hit of its session and right before a hit of
+    another session is that first hit's neighbour, whichever hit ranks first (it
+    was dropped when the other session's hit claimed it last; as-of searches and
+    replays could then disagree)."""
+    with MemoryLog.open(tmp_path / "m", embedder=None) as mem:
+        sessions = [mem.start_session(user_id="alice"), mem.start_session(user_id="alice")]
+        hit = mem.add_message(sessions[first], role="user", content="the cache latency doubled")
+        turn = mem.add_message(sessions[first], role="assistant", content="postgres was fine though")
+        other = mem.add_message(sessions[1 - first], role="user", content="the cache latency doubled")
+        found = [h.id for h in mem.search("cache latency", limit=50, record_access=False)]
+    assert {hit, other, turn} <= set(found)
