@@ -17,7 +17,15 @@ import msgspec
 from msgspec import Meta
 
 from .fields import ID_PATTERN, Count, Days, Id, Label, Micros, Rate, Seq, Text, Unit
-from .specs import BlockName, ResourceBlock, ResourceId, ResourceKey, ResourceSpec
+from .resource_events import (
+    ResourceAppended,
+    ResourceDeclared,
+    ResourceEvicted,
+    ResourceFlushed,
+    ResourceReplaced,
+    ResourceTrimmed,
+)
+from .specs import ResourceBlock, ResourceSpec
 from .vocabulary import EntryKind, FindingStatus, Level, Role
 
 __all__ = [
@@ -358,68 +366,7 @@ class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type
     source_entry_ids: tuple[Id, ...]
     session_id: Id | None = None
     request_id: Id | None = None
-# -- memory resources (issue 17) --
-# A resource's items are ``entry.recorded`` events (content, erasable as any
-# entry); these events hold ids, names and counts, never content.
-
-class ResourceDeclared(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.declared"):
-    """A memory resource was declared (or declared again, replacing its spec)."""
-
-    spec: ResourceSpec
-
-
-class ResourceAppended(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.appended"):
-    """An entry (recorded in the same append) joined a resource's block, at its end."""
-
-    resource_id: ResourceId
-    key: ResourceKey
-    entry_id: Id
-    block: BlockName
-
-
-class ResourceFlushed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.flushed"):
-    """A block's oldest items were folded into one summary item (recorded in the same append)."""
-
-    resource_id: ResourceId
-    key: ResourceKey
-    block: BlockName
-    removed_entry_ids: tuple[Id, ...]
-    summary_entry_id: Id
-    tokens_before: Count
-    tokens_after: Count
-
-
-class ResourceEvicted(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.evicted"):
-    """Items left a resource (reason: ``priority``, ``block_budget`` or ``ttl``)."""
-
-    # priority: over the limit, the least important block first; block_budget:
-    # a block over its budget, its oldest first; ttl: older than the TTL.
-
-    resource_id: ResourceId
-    key: ResourceKey
-    removed_entry_ids: tuple[Id, ...]
-    reason: Label
-    tokens_before: Count
-    tokens_after: Count
-
-
-class ResourceTrimmed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.trimmed"):
-    """A resource was trimmed to its newest items (by count or tokens)."""
-
-    resource_id: ResourceId
-    key: ResourceKey
-    removed_entry_ids: tuple[Id, ...]
-    tokens_before: Count
-    tokens_after: Count
-
-
-class ResourceReplaced(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="resource.replaced"):
-    """Every item left a resource; the new items follow as ``resource.appended``."""
-
-    resource_id: ResourceId
-    key: ResourceKey
-    removed_entry_ids: tuple[Id, ...]
-
+# -- memory resources (issue 17): in :mod:`eventstore.resource_events` --
 
 # -- formation (issue 18) --
 # Ids, counts and figures only, never content.

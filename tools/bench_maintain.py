@@ -52,22 +52,41 @@ def _text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(words)) + "."
 
 
-def _options() -> dict[str, Any]:
-    return {"embedder": None, "auto_compact": False, "auto_summarise": False, "session_limit_bytes": LIMIT}
+EPHEMERAL = 75  # ephemeral sessions built (the bench's ephemeral_max_count: none due)
+LESSON_LIMIT = 10  # the bench's lesson_limit
+LESSON_SCOPES = 25  # scopes built holding LESSON_LIMIT lessons each
+CONFIG = (f"session_limit_bytes = {LIMIT}\nsemantic = false\nephemeral_max_count = {EPHEMERAL}\n"
+          f"lesson_limit = {LESSON_LIMIT}\n")
+
+
+def _options(**more: Any) -> dict[str, Any]:
+    return {"embedder": None, "auto_compact": False, "auto_summarise": False, "session_limit_bytes": LIMIT,
+            "ephemeral_max_count": EPHEMERAL, "lesson_limit": LESSON_LIMIT, **more}
+
+
+def _lessons(mem: MemoryLog, sid: str, rng: random.Random, count: int) -> None:
+    for _ in range(count):  # random words: no two alike, so dedup adds each
+        mem.record_lesson(sid, content="Learned: " + " ".join(f"w{rng.randrange(10**6)}" for _ in range(8)),
+                          agent_id="agent")
 
 
 def build(path: Path, sessions: int, entries: int, rng: random.Random) -> list[str]:
-    """``sessions`` sessions of ``entries // sessions`` messages each, 10 per user."""
+    """``sessions`` sessions of ``entries // sessions`` messages each, 10 per user;
+    the last EPHEMERAL are ephemeral; the first LESSON_SCOPES users' first sessions
+    hold LESSON_LIMIT lessons each."""
     per = max(1, entries // sessions)
     sids: list[str] = []
     with MemoryLog.open(path, **_options()) as mem:
         for start in range(0, sessions, 50):
             with mem.batch():
                 for n in range(start, min(sessions, start + 50)):
-                    sid = mem.start_session(user_id=f"user{n // 10}", agent_ids=["agent"])
+                    sid = mem.start_session(user_id=f"user{n // 10}", agent_ids=["agent"],
+                                            ephemeral=n >= sessions - EPHEMERAL)
                     for i in range(per):
                         mem.add_message(sid, role="user" if i % 2 == 0 else "assistant",
                                         content=_text(rng, 12))
+                    if n % 10 == 0 and n // 10 < LESSON_SCOPES:
+                        _lessons(mem, sid, rng, LESSON_LIMIT)
                     sids.append(sid)
             progress(f"  built {len(sids)}/{sessions} sessions")
         mem.stats()  # bring the views up to the head
@@ -75,16 +94,27 @@ def build(path: Path, sessions: int, entries: int, rng: random.Random) -> list[s
 
 
 def _make_due(path: Path, sids: list[str], rng: random.Random) -> dict[str, int]:
-    """Make 10% of the sessions due: past their compaction threshold (grown)."""
-    share = max(1, len(sids) // 10)
-    grown = sids[:share]
-    with MemoryLog.open(path, **_options()) as mem:
+    """Make 10% of the sessions due, a quarter each way: grown past their
+    compaction threshold; closed without extraction; LESSON_SCOPES scopes two
+    lessons over the limit; ephemeral sessions past the count."""
+    share = max(4, len(sids) // 10) // 4
+    grown, closed = sids[1:1 + share], sids[1 + share:1 + 2 * share]
+    with MemoryLog.open(path, **_options(extract_on_close=False, handoff_on_close=False)) as mem:
         with mem.batch():
             for sid in grown:
                 for _ in range(52):
                     mem.add_message(sid, role="user", content=_text(rng, 160))
+            for sid in closed:
+                mem.add_message(sid, role="assistant", content="We decided to read from the replica.")
+            for n in range(min(share, LESSON_SCOPES)):
+                _lessons(mem, sids[n * 10], rng, 2)
+            for n in range(share):
+                mem.start_session(user_id=f"user{n}", ephemeral=True)
+        for sid in closed:
+            mem.close_session(sid)
         mem.stats()
-    return {"compaction": len(grown)}
+    return {"compaction": len(grown), "extraction": len(closed), "retention_count": min(share, LESSON_SCOPES),
+            "ephemeral": share}
 
 
 def _idle(path: Path, runs: int = 5) -> tuple[float, int]:
@@ -128,7 +158,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     progress(f"building {args.entries} entries in {args.sessions} sessions ...")
     started = time.perf_counter()
     sids = build(path, args.sessions, args.entries, rng)
-    (path / "config.toml").write_text(f"session_limit_bytes = {LIMIT}\nsemantic = false\n")
+    (path / "config.toml").write_text(CONFIG)
     built = time.perf_counter() - started
     idle, idle_due = _idle(path)
     scanned, opened = _raw(path)

@@ -35,6 +35,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 import msgspec
 
@@ -120,17 +121,32 @@ def _run(store: Store, summariser: Summariser, steps: Sequence[Step], at: int,
          progress: Progress | None) -> list[StepReport]:
     """Each step's due list, then its items in turn; later steps see earlier steps' writes."""
     context = StepContext(actor=MAINTAIN_ACTOR, now=at, summariser=summariser)
-    reports: list[StepReport] = []
-    for step in steps:
-        due = step.due(store, at)
-        events, failed = 0, []
-        for done, item in enumerate(due, 1):
-            try:
-                events += step.run(store, item, context)
-            except MemlogError as exc:
-                failed.append(f"{item.target}: {exc.code}")
-                _log.warning("maintain item failed", step=step.name, target=item.target, code=exc.code)
-            if progress is not None:
-                progress(step.name, done, len(due))
-        reports.append(StepReport(step.name, due, events, failed))
-    return reports
+    return [_run_step(store, step, context, progress) for step in steps]
+
+
+def _run_step(store: Store, step: Step, context: StepContext, progress: Progress | None) -> StepReport:
+    """One step: its due list (now, after the steps before it), then its items
+    one at a time, or all at once when the step has ``run_all``."""
+    due = step.due(store, context.now)
+    if due and step.run_all is not None:
+        events, failed = _attempt(step, due, partial(step.run_all, store, due, context))
+        if progress is not None:
+            progress(step.name, len(due), len(due))
+        return StepReport(step.name, due, events, failed)
+    events, failed = 0, []
+    for done, item in enumerate(due, 1):
+        written, lost = _attempt(step, [item], partial(step.run, store, item, context))
+        events, failed = events + written, failed + lost
+        if progress is not None:
+            progress(step.name, done, len(due))
+    return StepReport(step.name, due, events, failed)
+
+
+def _attempt(step: Step, items: list[Due], run: Callable[[], int]) -> tuple[int, list[str]]:
+    """(events written, failures as ``target: E_CODE``) of one run of ``items``."""
+    try:
+        return run(), []
+    except MemlogError as exc:
+        for item in items:
+            _log.warning("maintain item failed", step=step.name, target=item.target, code=exc.code)
+        return 0, [f"{item.target}: {exc.code}" for item in items]

@@ -105,6 +105,7 @@ class SessionResult(msgspec.Struct, frozen=True):
     statistics: dict[str, Any]
     closed: bool = False
     closed_at: str | None = None
+    ephemeral: bool = False  # pruned by age and count (issue 18)
 
 
 class TranscriptPage(msgspec.Struct, frozen=True):
@@ -215,7 +216,8 @@ def session_result(view: SessionView, stats: SessionStats) -> SessionResult:
                          tags=view.tags, metadata=dict(view.metadata), channel=view.channel,
                          archived=view.archived, started_at=format_micros(view.started_at),
                          statistics=statistics, closed=view.closed_at is not None,
-                         closed_at=None if view.closed_at is None else format_micros(view.closed_at))
+                         closed_at=None if view.closed_at is None else format_micros(view.closed_at),
+                         ephemeral=view.ephemeral)
 
 
 def memory_result(view: MemoryView) -> MemoryResult:

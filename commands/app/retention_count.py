@@ -8,7 +8,9 @@ so :data:`retention_count_step`'s ``due`` reads one small index. Its ``run``
 deletes a scope's oldest lessons past the limit (by ``occurred_at``, then id)
 as one deletion request with the reason ``retention`` through the privacy
 pipeline (tombstone, purge, verified report), then records ``retention.applied``
-with the policy (``max_counts={"lesson": N}``, the scope) as ``memlog/maintain``.
+with the policy (``max_counts={"lesson": N}``, the scope) as ``memlog/maintain``;
+a run of ``memlog maintain`` takes every scope due in one such request (one
+purge), with one ``retention.applied`` per scope.
 Entries derived from a deleted lesson stay, as with retention by days.
 ``lesson_limit = 0`` switches it off.
 """
@@ -75,4 +77,24 @@ def _run(store: Store, due: Due, ctx: StepContext) -> int:
     return 0 if report is None else 4
 
 
-retention_count_step = Step("retention_count", _due, _run)
+def _run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
+    """Every scope past the limit at once: one deletion request (one purge) for
+    all their oldest lessons, then one ``retention.applied`` per scope naming it."""
+    limit = store.settings.lesson_limit
+    over = {scope_label(u, a): (u, a, n) for u, a, n in scopes_over(store)}
+    scopes = [over[d.target] for d in dues if d.target in over]
+    if not scopes:
+        return 0
+    with store.read() as views:
+        ids = tuple(i for u, a, n in scopes for i in views.oldest_lessons(u, a, n))
+    report = run_deletion(store, DeletionCriteria(ids=ids, include_derived=False), "retention",
+                          REQUESTED_BY, False)
+    applied = [RetentionApplied(as_of=ctx.now, policy={}, request_id=report.request_id,
+                                max_counts={"lesson": limit}, scope=scope_label(u, a)) for u, a, _ in scopes]
+    store.writer.append("system", lambda: list(applied), actor=ctx.actor)
+    _log.info("retention by count applied", request_id=report.request_id, scopes=len(scopes),
+              deleted=report.deleted, verified=report.verified)
+    return 3 + len(applied)  # deletion.requested, entries.deleted, purge.completed, retention.applied each
+
+
+retention_count_step = Step("retention_count", _due, _run, _run_all)

@@ -52,8 +52,11 @@ class StepContext:
 @dataclass(frozen=True)
 class Step:
     """A maintenance step: ``due(store, now)`` lists its work (reads only);
-    ``run(store, due, context)`` does one item and returns how many events it wrote."""
+    ``run(store, due, context)`` does one item and returns how many events it wrote.
+    ``run_all``, when given, does every due item at once instead (one deletion,
+    so one purge, for many items)."""
 
     name: str
     due: Callable[[Store, int], list[Due]]
     run: Callable[[Store, Due, StepContext], int]
+    run_all: Callable[[Store, list[Due], StepContext], int] | None = None

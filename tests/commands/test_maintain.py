@@ -197,3 +197,45 @@ def test_resource_items_past_their_ttl_are_evicted_by_a_run(tmp_path: Path,
         assert evicted.actor == "memlog/maintain" and set(evicted.event.removed_entry_ids) == set(old)  # type: ignore[union-attr]
         again = maintain(mem.store, ExtractiveSummariser(), default_steps(), dry_run=True, now=later)
         assert again.due == 0
+
+
+def test_a_step_with_run_all_does_every_item_at_once(tmp_path: Path) -> None:
+    """``run_all`` gets the whole due list once (one deletion, one purge); when it
+    fails, every item it held is reported failed and the next step still runs."""
+    calls: list[list[str]] = []
+
+    def due(store: Store, now: int) -> list[Due]:
+        return [Due("all", "a", "r"), Due("all", "b", "r")]
+
+    def run_all(store: Store, items: list[Due], context: StepContext) -> int:
+        calls.append([i.target for i in items])
+        if len(calls) > 1:
+            raise SessionNotFoundError("gone")
+        return 7
+
+    def never(store: Store, item: Due, context: StepContext) -> int:
+        raise AssertionError("run_all was there")
+
+    steps = [Step("all", due, never, run_all), Step("all2", due, never, run_all)]
+    with MemoryLog.open(tmp_path / "m", embedder=None) as mem:
+        report = maintain(mem.store, ExtractiveSummariser(), steps)
+    first, second = report.steps
+    assert calls == [["a", "b"], ["a", "b"]] and first.events == 7 and not first.failed
+    assert second.failed == ["a: E_SESSION_NOT_FOUND", "b: E_SESSION_NOT_FOUND"]
+
+
+def test_every_scope_past_its_lesson_limit_goes_in_one_deletion(tmp_path: Path) -> None:
+    with MemoryLog.open(tmp_path / "m", embedder=None, lesson_limit=2) as mem:
+        for user in ("ana", "bo", "cy"):
+            sid = mem.start_session(user_id=user)
+            for i in range(4):
+                text = f"{user} learned fact number {i}" + " word" * (9 * i)
+                mem.record_lesson(sid, content=text)
+        report = mem.maintain()
+        step = next(s for s in report.steps if s.name == "retention_count")
+        assert len(step.due) == 3 and not step.failed
+        requests = [r for r in mem.log.read() if r.type == "deletion.requested"]
+        applied = [r for r in mem.log.read() if r.type == "retention.applied"]
+        assert len(requests) == 1 and len(applied) == 3
+        assert {r.actor for r in applied} == {"memlog/maintain"}
+        assert mem.maintain(dry_run=True).due == 0
