@@ -31,7 +31,8 @@ from commands.mcp import WRITE_TOOLS
 from eventstore import EventLog
 from tests.mcp_client import ROOT, Conn, serve
 
-READ_TOOLS = {"recall", "context", "show", "sessions", "memories", "transcript", "history", "as_of"}
+READ_TOOLS = {"recall", "context", "show", "sessions", "memories", "transcript", "history", "as_of",
+              "recover"}
 
 
 def marker() -> str:
@@ -113,9 +114,12 @@ async def _alice_scenario(a: Alice) -> None:
                                       confirm=True)
         seen["bad_kind_field"] = await c.fail("record", session_id=sid, kind="lesson", content="x",
                                               severity="high")
+        seen["checkpoint"] = await c.call("checkpoint", session_id=sid, model_id="m1", chat_id="chat-1")
         seen["closed"] = await c.call("close_session", session_id=sid, reason="done")
+        seen["recover"] = await c.call("recover")
         seen["write_closed"] = await c.fail("record", session_id=sid, kind="lesson", content="late")
         a.ids["open_session"] = (await c.call("start_session"))["id"]
+        seen["next_context"] = await c.call("context", session_id=a.ids["open_session"])
         a.ids["open_msg"] = (await c.call("record", session_id=a.ids["open_session"], kind="message",
                                           role="assistant", content="still open"))["id"]
 
@@ -186,6 +190,17 @@ def test_transcript_history_and_as_of(alice: Alice) -> None:
     assert events[0]["type"] == "entry.recorded" and events[0]["actor"] == "mcp:alice@coder"
     before = alice.seen["as_of_before"]
     assert before["seq"] == 1 and before["entry"]["state"] == "absent"
+
+
+def test_checkpoint_recover_and_the_handoff_on_close(alice: Alice) -> None:
+    """A checkpoint marked over MCP is recovered with the context as of it; the
+    close wrote a handoff that the user's next session opens with."""
+    assert alice.seen["checkpoint"]["id"].startswith("ckpt-")
+    found = alice.seen["recover"]
+    assert found["recovered"] is True and found["checkpoint_id"] == alice.seen["checkpoint"]["id"]
+    assert found["chat_id"] == "chat-1" and found["model_id"] == "m1"
+    assert found["context"]["text"] and alice.ids["msg"] in [m["id"] for m in found["messages"]]
+    assert "Last session:" in alice.seen["next_context"]["text"]
 
 
 def test_errors_carry_codes(alice: Alice) -> None:
@@ -315,6 +330,7 @@ async def _read_only_scenario(a: Alice, errlog: Path, how: str) -> None:
                  "record": {"session_id": a.ids["open_session"], "kind": "lesson", "content": "x"},
                  "complete_task": {"task_id": a.ids["task"], "done": False}, "start_session": {},
                  "close_session": {"session_id": a.ids["open_session"]},
+                 "checkpoint": {"session_id": a.ids["open_session"]},
                  "delete": {"ids": [a.ids["decision"]], "reason": "r", "confirm": True}}
         assert set(calls) == WRITE_TOOLS
         for name, args in calls.items():

@@ -18,6 +18,7 @@ from .results import (
     HistoryOut,
     MemoryPageOut,
     RecallOut,
+    RecoveryOut,
     SessionsOut,
     ShowOut,
     TranscriptOut,
@@ -26,6 +27,7 @@ from .results import (
     history_item_out,
     hit_out,
     memory_out,
+    recovery_out,
     session_out,
     show_out,
     transcript_out,
@@ -72,6 +74,13 @@ class ReadTools:
     def show(self, item_id: str) -> ShowOut:
         """An entry (live, redacted or deleted: then without content) or a memory, by id."""
         return show_out(self.guard.item(item_id))
+
+    def recover(self, agent_id: str | None = None, user_id: str | None = None) -> RecoveryOut:
+        """Resume where the user left off: the newest checkpoint still valid (7
+        days by default) of the user (and agent: the server's, unless given),
+        with the context and the session's last messages as of it."""
+        agent = agent_id if agent_id is not None else self.scope.agent
+        return recovery_out(self.mem.recover(self.guard.user(user_id), agent))
 
     def transcript(self, session_id: str, limit: int = 50, offset: int = 0) -> TranscriptOut:
         """The messages of one of the user's sessions in the order they occurred,

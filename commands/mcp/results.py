@@ -23,6 +23,7 @@ from ..app import (
     SessionResult,
     TranscriptPage,
 )
+from ..app.checkpoints import Recovery
 
 __all__ = [
     "AsOfOut",
@@ -35,6 +36,7 @@ __all__ = [
     "MemoryOut",
     "MemoryPageOut",
     "RecallOut",
+    "RecoveryOut",
     "SectionOut",
     "SessionOut",
     "SessionsOut",
@@ -47,6 +49,7 @@ __all__ = [
     "history_item_out",
     "hit_out",
     "memory_out",
+    "recovery_out",
     "session_out",
     "show_out",
     "transcript_out",
@@ -174,6 +177,21 @@ class ContextOut(TypedDict):
     truncated: bool
 
 
+class RecoveryOut(TypedDict):
+    """The newest valid checkpoint of the user (and agent): ``recovered`` is
+    false and the rest null when there is none; else the context and the
+    session's last messages read as of the checkpoint."""
+
+    recovered: bool
+    checkpoint_id: str | None
+    session_id: str | None
+    at: str | None
+    model_id: str | None
+    chat_id: str | None
+    context: ContextOut | None
+    messages: list[EntryOut]
+
+
 class WrittenOut(TypedDict):
     """What a write recorded: the id it names and the seq of its last event."""
 
@@ -287,3 +305,13 @@ def history_item_out(item: HistoryItem) -> HistoryItemOut:
     data = _builtins(item)
     data.pop("texts", None)
     return cast(HistoryItemOut, data)
+
+
+def recovery_out(found: Recovery | None) -> RecoveryOut:
+    """A recovery (or its absence) as builtins."""
+    if found is None:
+        return {"recovered": False, "checkpoint_id": None, "session_id": None, "at": None,
+                "model_id": None, "chat_id": None, "context": None, "messages": []}
+    return {"recovered": True, "checkpoint_id": found.checkpoint_id, "session_id": found.session_id,
+            "at": found.at, "model_id": found.model_id, "chat_id": found.chat_id,
+            "context": context_out(found.context), "messages": [entry_out(m) for m in found.messages]}

@@ -1,5 +1,5 @@
 """The write tools: remember, forget, record, complete_task, start_session,
-close_session and delete.
+close_session, checkpoint and delete.
 
 A read-only server registers none of them and refuses a call to any with
 ``E_READ_ONLY`` (:mod:`commands.mcp.server`). Each names only the user's own
@@ -32,7 +32,7 @@ KIND_FIELDS: dict[str, frozenset[str]] = {
 }
 
 WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
-                         "close_session", "delete"})
+                         "close_session", "checkpoint", "delete"})
 
 
 class WriteTools:
@@ -116,6 +116,14 @@ class WriteTools:
         sid = self.guard.session(session_id).id
         self.mem.close_session(sid, reason)
         return session_out(self.mem.session(sid))
+
+    def checkpoint(self, session_id: str, model_id: str | None = None,
+                   chat_id: str | None = None) -> WrittenOut:
+        """Mark a point of one of the user's sessions to resume from later with
+        recover (labels only: the model and the client's chat id)."""
+        sid = self.guard.session(session_id).id
+        return self._written(self.mem.checkpoint(sid, model_id=model_id, chat_id=chat_id,
+                                                 agent_id=self.scope.agent))
 
     def delete(self, ids: list[str], reason: str, confirm: bool = False) -> DeletionOut:
         """Delete the user's entries or memories by id, for good (tombstone,
