@@ -41,8 +41,8 @@ _decode_list = msgspec.msgpack.Decoder(list[Skipped]).decode
 def unapplicable(exc: Exception) -> bool:
     """Whether ``exc``, raised while applying one record, means the record does
     not fit the projection (skip it), rather than the storage failing (raise)."""
-    if isinstance(exc, MemlogError):
-        return False
+    if isinstance(exc, MemlogError | MemoryError | OSError):
+        return False  # the store or the machine failing, not the record: raise
     if isinstance(exc, lmdb.Error):
         return isinstance(exc, lmdb.BadValsizeError)  # a key or value too large for LMDB
     return True

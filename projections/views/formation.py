@@ -29,8 +29,9 @@ import msgspec
 
 from eventstore import EntryRecorded, EntryReinforced, RecordedEvent, SessionExtracted
 
-from ..models import AccessView, Reinforcement, SessionView, StoredEntry
-from .keys import SEP, latest_version, prefix_items, u64, unpack_u64, version_key
+from ..models import AccessView, Reinforcement, StoredEntry
+from .keys import SEP, latest_version, prefix_items, u64, version_key
+from .scopes import add_count, get_count, lesson_scope, scope_key
 
 __all__ = [
     "entry_compacted",
@@ -47,7 +48,6 @@ __all__ = [
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits (the search's words); the underscore splits
 _enc = msgspec.msgpack.Encoder()
 _entry = msgspec.msgpack.Decoder(StoredEntry).decode
-_session = msgspec.msgpack.Decoder(SessionView).decode
 _access = msgspec.msgpack.Decoder(AccessView).decode
 _tally = msgspec.msgpack.Decoder(Reinforcement).decode
 
@@ -60,7 +60,7 @@ def lesson_words(text: str) -> frozenset[str]:
 
 def scope_prefix(user_id: str | None, agent_id: str | None) -> bytes:
     """The ``L`` prefix of a scope's lessons."""
-    return b"L" + _scope(user_id, agent_id) + SEP
+    return b"L" + scope_key(user_id, agent_id) + SEP
 
 
 def reinforcement_entity(entry_id: str) -> str:
@@ -68,29 +68,12 @@ def reinforcement_entity(entry_id: str) -> str:
     return f"R{entry_id}"
 
 
-def _scope(user_id: str | None, agent_id: str | None) -> bytes:
-    return (user_id or "").encode() + SEP + (agent_id or "").encode()
 
 
-def _get(txn: Any, db: Any, key: bytes) -> int | None:
-    raw = txn.get(key, db=db)
-    return None if raw is None else unpack_u64(raw)
 
 
-def _add(txn: Any, db: Any, key: bytes, delta: int) -> None:
-    """Add to a counter; one at zero (or below) is absent."""
-    total = (_get(txn, db, key) or 0) + delta
-    if total > 0:
-        txn.put(key, u64(total), db=db)
-    else:
-        txn.delete(key, db=db)
 
 
-def _session_user(txn: Any, dbs: dict[bytes, Any], session_id: str | None) -> str | None:
-    if not session_id:
-        return None
-    raw = latest_version(txn, dbs[b"sessions"], session_id, None)
-    return None if raw is None else _session(raw).user_id
 
 
 def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: EntryRecorded) -> None:
@@ -98,15 +81,14 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
     db = dbs[b"formation"]
     eid = stored.entry_id.encode()
     if stored.kind == "lesson":
-        user = entry.user_id or _session_user(txn, dbs, entry.session_id)
-        scope = _scope(user, entry.agent_id)
+        scope = lesson_scope(txn, dbs, entry)
         value = u64(len(lesson_words(entry.content))) + u64(stored.source_seq)
         txn.put(b"L" + scope + SEP + eid, value, db=db)
         txn.put(b"E" + eid, scope, db=db)
     elif stored.kind == "message" and stored.session_id:
         sid = stored.session_id.encode()
-        if stored.recorded_seq > (_get(txn, db, b"X" + sid) or 0):
-            _add(txn, db, b"U" + sid, 1)
+        if stored.recorded_seq > (get_count(txn, db, b"X" + sid) or 0):
+            add_count(txn, db, b"U" + sid, 1)
 
 
 def _lesson_gone(txn: Any, db: Any, eid: bytes) -> None:
@@ -129,8 +111,8 @@ def entry_unindexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> Non
         _lesson_gone(txn, db, stored.entry_id.encode())
     elif stored.kind == "message" and stored.session_id:
         sid = stored.session_id.encode()
-        if stored.recorded_seq > (_get(txn, db, b"X" + sid) or 0):
-            _add(txn, db, b"U" + sid, -1)
+        if stored.recorded_seq > (get_count(txn, db, b"X" + sid) or 0):
+            add_count(txn, db, b"U" + sid, -1)
 
 
 def session_extracted(txn: Any, dbs: dict[bytes, Any], event: SessionExtracted) -> None:
@@ -138,7 +120,7 @@ def session_extracted(txn: Any, dbs: dict[bytes, Any], event: SessionExtracted) 
     messages recorded after it (counted again: one session's index)."""
     db = dbs[b"formation"]
     sid = event.session_id.encode()
-    upto = max(event.upto_seq, _get(txn, db, b"X" + sid) or 0)
+    upto = max(event.upto_seq, get_count(txn, db, b"X" + sid) or 0)
     txn.put(b"X" + sid, u64(upto), db=db)
     left = 0
     entries = dbs[b"entries"]
@@ -148,7 +130,7 @@ def session_extracted(txn: Any, dbs: dict[bytes, Any], event: SessionExtracted) 
         raw = latest_version(txn, entries, key[len(sid) + 10:].decode(), None)
         if raw is not None and _entry(raw).recorded_seq > upto:
             left += 1
-    _add(txn, db, b"U" + sid, left - (_get(txn, db, b"U" + sid) or 0))
+    add_count(txn, db, b"U" + sid, left - (get_count(txn, db, b"U" + sid) or 0))
 
 
 def session_gone(txn: Any, dbs: dict[bytes, Any], session_id: str) -> None:

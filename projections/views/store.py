@@ -109,10 +109,12 @@ class ViewStore:
         the new checkpoint.
 
         A record the reducers cannot apply does not stop the views: the batch
-        is run again up to it, the record is stored in ``skipped`` (seq, type,
-        error class) and the checkpoint moves past it; the batch ends there.
+        is run once more (a record that fails only once is not skipped), then
+        again up to it, the record is stored in ``skipped`` (seq, type, error
+        class) and the checkpoint moves past it; the batch ends there.
         """
         skip: Skipped | None = None
+        suspect: int | None = None
         while True:
             failed: list[Skipped] = []
             try:
@@ -120,6 +122,9 @@ class ViewStore:
             except Exception:
                 if not failed:
                     raise
+                if failed[0].seq != suspect:
+                    suspect = failed[0].seq  # once more first: only a record that fails twice is skipped
+                    continue
                 skip = failed[0]  # the transaction was dropped: run the batch again up to it
                 continue
             if skip is not None and done == skip.seq:

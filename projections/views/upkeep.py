@@ -31,8 +31,9 @@ import msgspec
 
 from eventstore import CheckpointMarked, EntryRecorded, RecordedEvent, SessionStarted
 
-from ..models import CheckpointView, SessionView, StoredEntry
-from .keys import SEP, latest_version, prefix_items, u64, unpack_u64
+from ..models import CheckpointView, StoredEntry
+from .keys import SEP, prefix_items, u64, unpack_u64
+from .scopes import add_count, lesson_scope, scope_key
 
 __all__ = [
     "checkpoint_marked",
@@ -49,29 +50,13 @@ __all__ = [
 
 DB = b"upkeep"
 _enc = msgspec.msgpack.Encoder()
-_session = msgspec.msgpack.Decoder(SessionView).decode
 _checkpoint = msgspec.msgpack.Decoder(CheckpointView).decode
 
 
-def _scope(user_id: str | None, agent_id: str | None) -> bytes:
-    return (user_id or "").encode() + SEP + (agent_id or "").encode()
 
 
-def _add(txn: Any, db: Any, key: bytes, delta: int) -> None:
-    """Add to a counter; one at zero (or below) is absent, as in a replay that never saw it."""
-    raw = txn.get(key, db=db)
-    total = (0 if raw is None else unpack_u64(raw)) + delta
-    if total > 0:
-        txn.put(key, u64(total), db=db)
-    else:
-        txn.delete(key, db=db)
 
 
-def _session_user(txn: Any, dbs: dict[bytes, Any], session_id: str | None) -> str | None:
-    if not session_id:
-        return None
-    raw = latest_version(txn, dbs[b"sessions"], session_id, None)
-    return None if raw is None else _session(raw).user_id
 
 
 # -- applying -----------------------------------------------------------------
@@ -84,11 +69,11 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
     eid = stored.entry_id.encode()
     if txn.get(b"a" + eid, db=db) is not None:
         return
-    scope = _scope(entry.user_id or _session_user(txn, dbs, entry.session_id), entry.agent_id)
+    scope = lesson_scope(txn, dbs, entry)
     key = b"A" + scope + SEP + u64(stored.occurred_at) + SEP + eid
     txn.put(key, b"", db=db)
     txn.put(b"a" + eid, key, db=db)
-    _add(txn, db, b"N" + scope, 1)
+    add_count(txn, db, b"N" + scope, 1)
 
 
 def entry_unindexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> None:
@@ -103,7 +88,7 @@ def entry_unindexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> Non
     key = bytes(key)
     txn.delete(key, db=db)
     txn.delete(b"a" + eid, db=db)
-    _add(txn, db, b"N" + key[1:len(key) - len(eid) - 10], -1)  # A | scope | SEP | time(8) | SEP | id
+    add_count(txn, db, b"N" + key[1:len(key) - len(eid) - 10], -1)  # A | scope | SEP | time(8) | SEP | id
 
 
 def session_started(txn: Any, dbs: dict[bytes, Any], event: SessionStarted) -> None:
@@ -168,7 +153,7 @@ def lesson_scopes(txn: Any, dbs: dict[bytes, Any]) -> list[tuple[str, str, int]]
 def oldest_lessons(txn: Any, dbs: dict[bytes, Any], user_id: str, agent_id: str, count: int) -> list[str]:
     """The ids of a scope's ``count`` oldest lessons (by ``occurred_at``, then id)."""
     out: list[str] = []
-    prefix = b"A" + _scope(user_id, agent_id) + SEP
+    prefix = b"A" + scope_key(user_id, agent_id) + SEP
     for key, _ in prefix_items(txn, dbs[DB], prefix):
         if len(out) >= count:
             break

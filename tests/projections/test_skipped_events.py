@@ -88,6 +88,41 @@ def test_views_skip_a_record_the_reducers_refuse(tmp_path: Path, monkeypatch: py
             proj.close()
 
 
+def test_a_record_that_fails_once_is_applied_not_skipped(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reducer that fails once for a record (a passing fault) does not make the
+    views skip it: the batch runs once more and the record is applied."""
+    calls = {"n": 0}
+    original = reducers.entry_recorded
+
+    def flaky(rec: Any, event: Any, *args: Any) -> Any:
+        if getattr(event, "entry_id", None) == "msg-flaky":
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ValueError("a passing fault")
+        return original(rec, event, *args)
+
+    monkeypatch.setattr(reducers, "entry_recorded", flaky)
+    with EventLog.open(tmp_path / "log") as log:
+        _history(log, _entry("msg-flaky", "alpha flaky"))
+        proj = Projections(tmp_path, log, shards=2)
+        try:
+            live = _state(proj)
+            assert live["skipped"] == [] and calls["n"] == 2
+            with proj.read() as views:
+                assert views.entry("msg-flaky") is not None
+        finally:
+            proj.close()
+
+
+def test_an_environment_failure_is_raised_not_skipped() -> None:
+    """Running out of memory or an OS error says nothing about the record."""
+    from projections._skips import unapplicable
+
+    assert not unapplicable(MemoryError()) and not unapplicable(OSError(24, "too many open files"))
+    assert unapplicable(ValueError("does not fit"))
+
+
 def test_search_skips_a_record_it_cannot_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tantivy refuses one document: the search index skips that record, commits
     past it, finds every other entry, and replay records the same skip."""
