@@ -27,7 +27,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
 from eventstore.storage import crashpoint, purge_env, wipe_tree
@@ -37,9 +37,10 @@ from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
 from .embed.ops import VectorFeed, vector_ops
-from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
+from .search import Ranking, SearchIndex, SearchQuery, rank, search_ops
 from .search.apply import Op
 from .search.bm25 import forget_texts
+from .search.docs import shard_docs
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
@@ -298,7 +299,7 @@ class Projections(ProjectionDir):
             index.sweep_orphans()
             for n in shards:
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
+                    old = index.rebuild(n, shard_docs(reader, index, n), reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
@@ -407,13 +408,3 @@ class PurgeSplit(NamedTuple):
     files_rewritten: tuple[str, ...]
     views_seconds: float
     search_seconds: float
-
-
-def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
-    """The documents shard ``shard`` must hold: its entries from the views, their
-    text from the log (resolved in chunks)."""
-    for view in views.latest_entries_by_hash(*index.hash_range(shard)):
-        if view.entry is None:
-            continue
-        ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
-        yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
