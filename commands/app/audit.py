@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from eventstore import (
+    CheckpointMarked,
     DecayApplied,
     DeletionRequested,
     EntriesAccessed,
@@ -212,6 +213,15 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case SessionStarted() | SessionUpdated() | SessionArchived() | SessionRestored() | SessionClosed() \
                 if event.session_id == iid:
             return _item(rec, rec.type.split(".")[1])
+        case _:
+            return _touch_lifecycle(rec, iid)
+    return None
+
+
+def _touch_lifecycle(rec: RecordedEvent, iid: str) -> HistoryItem | None:
+    """What a life-cycle event (issues 17 and 18) says of ``iid``, or None."""
+    event = rec.event
+    match event:
         # -- compaction and summaries (issue 17) --
         case SessionCompacted() if iid == event.summary_entry_id:
             return _item(rec, f"holds {len(event.removed_entry_ids)} entries compacted out of session "
@@ -233,6 +243,9 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case SessionExtracted() if iid == event.session_id or iid in event.entry_ids:
             return _item(rec, f"{len(event.entry_ids)} entries extracted from {event.messages} messages "
                               f"of session {event.session_id} (up to seq {event.upto_seq})")
+        # -- upkeep (issue 18) --
+        case CheckpointMarked() if iid in (event.session_id, event.checkpoint_id):
+            return _item(rec, f"checkpoint {event.checkpoint_id} marked")
         case _:
             return None
     return None

@@ -28,6 +28,7 @@ from eventstore import (
     EntryRedacted,
     EntryReinforced,
     EntryUpdated,
+    Event,
     MemoryForgotten,
     MemorySaved,
     PurgeCompleted,
@@ -201,6 +202,13 @@ class ViewWriter:
             case PurgeCompleted():
                 for request_id in event.request_ids:
                     self._ledger(request_id, lambda d: r.deletion_purged(d, rec, event))
+            case _:
+                self._apply_lifecycle(rec, event)
+
+    def _apply_lifecycle(self, rec: RecordedEvent, event: Event | None) -> None:
+        """The life-cycle events: compaction, summaries, resources (issue 17),
+        formation and upkeep (issue 18); any other event only counts."""
+        match event:
             case SessionCompacted():
                 self._compacted(rec, event)
             # -- compaction and summaries (issue 17) --
