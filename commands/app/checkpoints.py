@@ -61,16 +61,17 @@ def checkpoint(store: Store, session_id: str, *, model_id: str | None = None, ch
     """Mark a checkpoint of a session (open or closed; an archived one is
     restored, as by any write); returns its id. ``agent_id``: the agent it is
     for (default: the session's agent when it has exactly one)."""
+    model, chat = _label(model_id, "model id"), _label(chat_id, "chat id")  # checked before any write
+    given_agent = None if agent_id is None else check_id(agent_id, "agent id")
     sid = store.writer.live_session(session_id, closed_ok=True)
     with store.read() as views:
         view = views.session(sid)
     if view is None:  # started in the current batch: its manifest is not in the views yet
         raise InvalidInputError("a checkpoint of a session started in the same batch is not supported")
-    agent = check_id(agent_id, "agent id") if agent_id is not None else (
+    agent = given_agent if given_agent is not None else (
         view.agent_ids[0] if len(view.agent_ids) == 1 else None)
     event = CheckpointMarked(checkpoint_id=new_id("ckpt"), session_id=sid, at=now_micros(),
-                             user_id=view.user_id, agent_id=agent, model_id=_label(model_id, "model id"),
-                             chat_id=_label(chat_id, "chat id"))
+                             user_id=view.user_id, agent_id=agent, model_id=model, chat_id=chat)
     store.writer.append(f"session:{sid}", lambda: [event])
     _log.info("checkpoint marked", checkpoint_id=event.checkpoint_id, session_id=sid)
     return event.checkpoint_id

@@ -84,13 +84,35 @@ def find_copy(views: ViewReader, entry: EntryRecorded, threshold: float,
     for (eid, seq), view in zip(missing, views.entries(e for e, _ in missing), strict=True):
         if view is not None and view.entry is not None and view.state in SHOWN_STATES:
             known[(eid, seq)] = lesson_words(view.entry.content)  # one batch read of the log
+    held = _held_elsewhere(views, [eid for eid, _ in found], entry.session_id)
     best: tuple[str, float, int] | None = None
     for key in found:
+        if key[0] in held:
+            continue
         other = known.get(key)
         similarity = 0.0 if other is None else jaccard(words, other)
         if similarity >= threshold and (best is None or (similarity, -key[1]) > (best[1], -best[2])):
             best = (key[0], similarity, key[1])
     return None if best is None else (best[0], best[1])
+
+
+def _held_elsewhere(views: ViewReader, ids: list[str], session_id: str | None) -> set[str]:
+    """The lessons among ``ids`` a new lesson of ``session_id`` must not fold into:
+    those of another session that is ephemeral (pruned in hours) or archived
+    (out of search and context), so the user's write never goes with them."""
+    out: set[str] = set()
+    seen: dict[str, bool] = {}
+    for eid in ids:
+        stored = views.stored_entry(eid)
+        sid = None if stored is None else stored.session_id
+        if sid is None or sid == session_id:
+            continue
+        if sid not in seen:
+            session = views.session(sid)
+            seen[sid] = session is None or session.ephemeral or session.archived
+        if seen[sid]:
+            out.add(eid)
+    return out
 
 
 def reinforce_copy(store: Store, entry: EntryRecorded, actor: str | None = None) -> str | None:

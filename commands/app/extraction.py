@@ -265,8 +265,11 @@ def _guarded(what: str, session_id: str, run: Any) -> None:
 # -- the maintenance step (commands/app/upkeep.py's shape) --
 
 def _due(store: Store, now: int) -> list[Due]:
-    """Closed sessions with messages not yet extracted (the views' backlog index)."""
-    out = []
+    """Closed sessions with messages not yet extracted (the views' backlog index);
+    none when ``extract_on_close`` is off (extraction is then by hand only)."""
+    out: list[Due] = []
+    if not store.settings.extract_on_close:
+        return out
     with store.read() as views:
         for sid, count in views.extraction_backlog():
             session = views.session(sid)

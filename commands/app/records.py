@@ -81,11 +81,11 @@ def record_message(store: Store, session_id: str, *, role: str, content: str,
                    occurred_at: Any = None, tags: Iterable[str] = (),
                    importance: float | None = None, tool_call_id: str | None = None) -> str:
     """Record a conversation message; ``tool_call_id`` only on a tool message."""
-    sid = store.writer.live_session(session_id)
+    sid = check_id(session_id, "session id")
     if tool_call_id is not None and role != "tool":
         raise InvalidInputError("tool_call_id is only for messages of role 'tool'")
     details = store.entries.message(topic, parent_id, tool_call_id)
-    return record(store, store.entries.build(
+    return _record_in(store, sid, store.entries.build(
         "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
         tags=tags, importance=importance, occurred_at=occurred_at, details=details))
 
@@ -96,9 +96,9 @@ def record_decision(store: Store, session_id: str, *, decision: str, rationale: 
                     tags: Iterable[str] = (), occurred_at: Any = None,
                     derived_from: Iterable[str] = ()) -> str:
     """Record a decision (seed 000's fields)."""
-    sid = store.writer.live_session(session_id)
+    sid = check_id(session_id, "session id")
     details = store.entries.decision(rationale, alternatives, impact, made_by, approved_by)
-    return record(store, store.entries.build(
+    return _record_in(store, sid, store.entries.build(
         "decision", decision, session_id=sid, agent_id=made_by, tags=tags, occurred_at=occurred_at,
         derived_from=derived_from, details=details, field="decision"))
 
@@ -109,9 +109,9 @@ def record_finding(store: Store, session_id: str, *, description: str, severity:
                    tags: Iterable[str] = (), agent_id: str | None = None,
                    occurred_at: Any = None) -> str:
     """Record a finding (seed 000's fields)."""
-    sid = store.writer.live_session(session_id)
+    sid = check_id(session_id, "session id")
     details = store.entries.finding(severity, category, evidence, recommendation, status)
-    return record(store, store.entries.build(
+    return _record_in(store, sid, store.entries.build(
         "finding", description, session_id=sid, agent_id=agent_id, tags=tags,
         occurred_at=occurred_at, details=details, field="description"))
 
@@ -119,10 +119,17 @@ def record_finding(store: Store, session_id: str, *, description: str, severity:
 def record_kind(store: Store, kind: str, session_id: str, content: str, **fields: Any) -> str:
     """Record an entry of a kind without details of its own (lesson, handoff,
     summary, project) or a new task; ``fields`` as :meth:`EntryFactory.build`."""
-    sid = store.writer.live_session(session_id)
+    sid = check_id(session_id, "session id")
     if kind == "task":
         fields["details"] = store.entries.task()
-    return record(store, store.entries.build(kind, content, session_id=sid, **fields))
+    return _record_in(store, sid, store.entries.build(kind, content, session_id=sid, **fields))
+
+
+def _record_in(store: Store, session_id: str, entry: EntryRecorded) -> str:
+    """Record ``entry``, built (so checked) first, in its session: only then is
+    the session checked live, and restored if archived (a refused write restores nothing)."""
+    store.writer.live_session(session_id)
+    return record(store, entry)
 
 
 def record_project(store: Store, session_id: str | None, content: str, occurred_at: Any = None) -> str:

@@ -44,6 +44,9 @@ from .validate import check_choice, check_id, check_ids, check_labels, to_time
 
 __all__ = ["after_redaction", "delete"]
 
+# The tags of the copies memlog writes by itself (commands.app.extraction).
+_AUTO_TAGS = frozenset({"auto-handoff", "auto-extract"})
+
 
 @dataclass(frozen=True)
 class _Target:
@@ -71,10 +74,13 @@ def after_redaction(store: Store, summariser: Summariser, entry_id: str, request
     entry (and the summaries of those) hold the text it removed, so they are
     deleted and, unless ``resummarise_on_delete`` is off, written again from
     their sources as they are now (the redacted entry's remaining text
-    included). None when no summary derives from the entry."""
+    included). memlog's other copies of the text, the automatic handoff and the
+    extracted decisions and lessons (tags ``auto-handoff``, ``auto-extract``),
+    are deleted. None when nothing derives so from the entry."""
     with store.read() as views:
         children = [v for v in views.entries(views.derived_from(entry_id)) if v is not None]
-        ids = tuple(v.entry_id for v in children if v.kind == "summary" and v.state != "deleted")
+        ids = tuple(v.entry_id for v in children if v.state != "deleted" and (
+            v.kind == "summary" or (v.entry is not None and _AUTO_TAGS & set(v.entry.tags))))
         if not ids:
             return None
         every = select(views, DeletionCriteria(ids=ids))
