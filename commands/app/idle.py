@@ -29,7 +29,7 @@ from eventstore import DeletionCriteria, RetentionApplied, SessionArchived
 from projections import SessionView, ViewReader
 
 from . import log as _log
-from .privacy import run_deletion
+from .privacy import run_deletion, run_deletions
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
@@ -123,4 +123,25 @@ def _ephemeral_run(store: Store, due: Due, ctx: StepContext) -> int:
     return 4  # deletion.requested, entries.deleted, purge.completed, retention.applied
 
 
-ephemeral_step = Step("ephemeral", _ephemeral_due, _ephemeral_run)
+def _ephemeral_run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
+    """Every due ephemeral session in one transaction of deletion requests (one
+    per session, each with its reason) and one purge; then one
+    ``retention.applied`` per session naming its request."""
+    reasons = _ephemeral(store, ctx.now)
+    sids = [d.target for d in dues if d.target in reasons]  # not active again, nor gone
+    if not sids:
+        return 0
+    report, request_ids = run_deletions(
+        store, [(DeletionCriteria(session_id=sid), reasons[sid]) for sid in sids], REQUESTED_BY)
+    settings = store.settings
+    policy = {"ephemeral_max_count": settings.ephemeral_max_count,
+              "ephemeral_max_age_hours": settings.ephemeral_max_age_hours}
+    applied = [RetentionApplied(as_of=ctx.now, policy={}, request_id=request_ids[i], scope=sids[i],
+                                max_counts=policy) for i in sorted(request_ids)]
+    store.writer.append("system", lambda: list(applied), actor=ctx.actor)
+    _log.info("ephemeral sessions deleted", sessions=len(applied), request_id=report.request_id,
+              verified=report.verified)
+    return 2 * len(applied) + 1 + len(applied)  # requests and tombstones, purge.completed, retention.applied
+
+
+ephemeral_step = Step("ephemeral", _ephemeral_due, _ephemeral_run, _ephemeral_run_all)

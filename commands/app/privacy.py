@@ -20,9 +20,14 @@ Nothing here logs or returns content: reports hold ids, counts and reasons.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
 from eventstore import (
     SHOWN_STATES,
     AppendRequest,
+    DeletedRef,
     DeletionCriteria,
     DeletionRequested,
     EntriesDeleted,
@@ -44,10 +49,10 @@ from .journal import Held, Journal, PurgeIntent
 from .purging import purge
 from .redaction import Redactor
 from .results import DeletionReport
-from .selection import select
+from .selection import Selection, select
 from .store import Store
 
-__all__ = ["MIN_SPAN", "run_deletion", "run_redaction", "run_retention"]
+__all__ = ["MIN_SPAN", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
 
 MIN_SPAN = 6  # a redacted span shorter than this is not scanned for (too likely by chance)
 
@@ -92,6 +97,74 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
         held.release()
         return report
     return purge(store, report, held, sel.needles)
+
+
+class _Batch:
+    """The tombstones of several deletion requests, and what they select together."""
+
+    def __init__(self) -> None:
+        self.asked: list[AppendRequest] = []
+        self.refs: dict[str, DeletedRef] = {}
+        self.seqs: set[int] = set()
+        self.needles: set[bytes] = set()
+        self.request_ids: dict[int, str] = {}
+
+    def add(self, index: int, sel: Selection, criteria: DeletionCriteria, reason: str, by: str) -> None:
+        """One request: what ``sel`` selects that no earlier request did."""
+        refs = {k: v for k, v in sel.refs.items() if k not in self.refs}
+        if not refs:
+            return
+        request_id = self.request_ids[index] = new_id("del")
+        mine = tuple(sorted(sel.seqs - self.seqs))
+        self.refs.update(refs)
+        self.seqs.update(mine)
+        self.needles |= sel.needles
+        tombstone = EntriesDeleted(request_id=request_id, entry_ids=tuple(refs), erased_seqs=mine,
+                                   counts_by_kind=_counts(refs.values()), refs=tuple(refs.values()))
+        asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
+        self.asked += [AppendRequest("system", [asked], by),
+                       AppendRequest("system", [tombstone], by, erases=mine)]
+
+
+def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]],
+                  requested_by: str) -> tuple[DeletionReport, dict[int, str]]:
+    """Several deletion requests, each (criteria, reason), tombstoned in one
+    transaction and purged once (``memlog maintain``'s batches: one purge for
+    many sessions). Returns the combined report and, by the index of each
+    request that selected anything, its request id. What an earlier request
+    selected is not selected again."""
+    batch = _Batch()
+    with store.read() as views:
+        for index, (criteria, reason) in enumerate(requests):
+            batch.add(index, select(views, criteria), criteria, reason, requested_by)
+    if not batch.refs:
+        raise InvalidInputError("the requests select nothing to delete")
+    first = next(iter(batch.request_ids.values()))
+    intent = PurgeIntent(event_id=f"{first}.tombstone", request_ids=tuple(batch.request_ids.values()),
+                         entry_ids=tuple(batch.refs), erased_seqs=tuple(sorted(batch.seqs)),
+                         views=any(r.kind in ("memory", "session") for r in batch.refs.values()))
+    # The first tombstone carries the intent's event id: the witness that the transaction committed.
+    batch.asked[1] = msgspec.structs.replace(batch.asked[1], event_ids=[intent.event_id])
+    held = Journal(store.data_dir).write(intent)
+    try:
+        crashpoint("delete: append the tombstone")
+        results = store.log.append_many(batch.asked)
+    except BaseException:
+        _drop_unless_committed(store, held)
+        raise
+    _log.info("deletions recorded", requests=len(batch.request_ids), entries=len(batch.refs),
+              erased=len(batch.seqs))
+    report = DeletionReport(request_id=first, deleted=len(batch.refs), ids=tuple(batch.refs), purged=False,
+                            seq=results[-1].last_seq, erased_seqs=intent.erased_seqs,
+                            counts_by_kind=_counts(batch.refs.values()), pending=True)
+    return purge(store, report, held, batch.needles), batch.request_ids
+
+
+def _counts(refs: Iterable[DeletedRef]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ref in refs:
+        counts[ref.kind] = counts.get(ref.kind, 0) + 1
+    return counts
 
 
 def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,

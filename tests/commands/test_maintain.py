@@ -239,3 +239,27 @@ def test_every_scope_past_its_lesson_limit_goes_in_one_deletion(tmp_path: Path) 
         assert len(requests) == 1 and len(applied) == 3
         assert {r.actor for r in applied} == {"memlog/maintain"}
         assert mem.maintain(dry_run=True).due == 0
+
+
+def test_ephemeral_sessions_past_the_count_go_in_one_purge(tmp_path: Path) -> None:
+    """Three ephemeral sessions past the count: one transaction of three deletion
+    requests (each with its reason), one purge, nothing of theirs left on disk,
+    and the views equal a replay."""
+    from ..conftest import scan_dir
+
+    root = tmp_path / "m"
+    with MemoryLog.open(root, embedder=None, ephemeral_max_count=1) as mem:
+        sids = [mem.start_session(user_id="alice", ephemeral=True) for _ in range(4)]
+        for n, sid in enumerate(sids):
+            mem.add_message(sid, role="user", content=f"scratch note quokka{n} for the hook")
+        report = mem.maintain()
+        (step,) = [s for s in report.steps if s.name == "ephemeral"]
+        assert sorted(d.target for d in step.due) == sorted(sids[:3]) and not step.failed
+        requests = [r for r in mem.log.read() if r.type == "deletion.requested"]
+        purges = [r for r in mem.log.read() if r.type == "purge.completed"]
+        assert len(requests) == 3 and len(purges) == 1 and purges[0].event.verified  # type: ignore[union-attr]
+        assert [s.id for s in mem.sessions(archived=None)] == [sids[3]]
+        live = mem.proj.views.dump() if mem.proj.views else None
+        mem.replay()
+        assert (mem.proj.views.dump() if mem.proj.views else None) == live
+    assert not scan_dir(root, [f"quokka{n}".encode() for n in range(3)])
