@@ -26,6 +26,8 @@ CASES = [
      ["delete_total_s", "log_compact_s", "index_rebuild_s", "verify_s", "entries"]),
     ("bench_audit.py", ["--events", "1500", "--reads", "30", "--queries", "10"],
      ["asof_entry_p50_ms", "asof_entry_p99_ms", "asof_search_p50_ms", "search_p50_ms", "events"]),
+    ("bench_maintain.py", ["--sessions", "40", "--entries", "400"],
+     ["maintain_idle_s", "maintain_due_s", "raw_lmdb_sessions_s", "due_items", "due_after", "idle_due"]),
     ("soak_crash.py", ["--trials", "2"],
      ["trials", "acknowledged_lost", "leaks_after_recovery", "broken_commands_after_recovery",
       "false_verified_records"]),

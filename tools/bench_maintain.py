@@ -173,7 +173,8 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         "maintain_idle_cli_s": round(cli, 3),
         "maintain_due_s": round(report.seconds, 3), "made_due": made,
         "due_items": report.due, "due_failed": report.failed,
-        "due_steps": {s.name: {"items": len(s.due), "events": s.events} for s in report.steps},
+        "due_steps": {s.name: {"items": len(s.due), "events": s.events, "seconds": s.seconds}
+                      for s in report.steps},
         "due_after": after.due,
         "raw_lmdb_sessions_s": round(scanned, 5), "raw_open_s": round(opened, 3),
         "target_idle_s": TARGET_S, "idle_verdict": verdict(idle < TARGET_S and idle_due == 0),
@@ -190,7 +191,7 @@ def table(r: dict[str, Any]) -> str:
         ["maintain, 10% due", f"{r['maintain_due_s']:.3f} s",
          f"{r['due_items']} items, {r['due_failed']} failed; due after: {r['due_after']}", ""],
     ]
-    steps = [[f"  {name}", f"{s['items']} items", f"{s['events']} events", ""]
+    steps = [[f"  {name}", f"{s['items']} items, {s['seconds']:.3f} s", f"{s['events']} events", ""]
              for name, s in r["due_steps"].items()]
     head = [f"bench_maintain: {r['entries']} entries, {r['sessions']} sessions (built in {r['build_s']} s)",
             "figure", "anchor", "verdict"]

@@ -62,6 +62,7 @@ class StepReport(msgspec.Struct, frozen=True):
     due: list[Due]
     events: int = 0
     failed: list[str] = []
+    seconds: float = 0.0
 
 
 class MaintainReport(msgspec.Struct, frozen=True):
@@ -127,19 +128,20 @@ def _run(store: Store, summariser: Summariser, steps: Sequence[Step], at: int,
 def _run_step(store: Store, step: Step, context: StepContext, progress: Progress | None) -> StepReport:
     """One step: its due list (now, after the steps before it), then its items
     one at a time, or all at once when the step has ``run_all``."""
+    started = time.perf_counter()
     due = step.due(store, context.now)
     if due and step.run_all is not None:
         events, failed = _attempt(step, due, partial(step.run_all, store, due, context))
         if progress is not None:
             progress(step.name, len(due), len(due))
-        return StepReport(step.name, due, events, failed)
-    events, failed = 0, []
-    for done, item in enumerate(due, 1):
-        written, lost = _attempt(step, [item], partial(step.run, store, item, context))
-        events, failed = events + written, failed + lost
-        if progress is not None:
-            progress(step.name, done, len(due))
-    return StepReport(step.name, due, events, failed)
+    else:
+        events, failed = 0, []
+        for done, item in enumerate(due, 1):
+            written, lost = _attempt(step, [item], partial(step.run, store, item, context))
+            events, failed = events + written, failed + lost
+            if progress is not None:
+                progress(step.name, done, len(due))
+    return StepReport(step.name, due, events, failed, round(time.perf_counter() - started, 6))
 
 
 def _attempt(step: Step, items: list[Due], run: Callable[[], int]) -> tuple[int, list[str]]:
