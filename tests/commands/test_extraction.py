@@ -186,6 +186,7 @@ def test_deleting_the_source_deletes_what_was_extracted(tmp_path: Path) -> None:
 
 
 def test_the_backlog_step(tmp_path: Path) -> None:
+    """Sessions closed while extraction on close was off are the backlog once it is on."""
     with MemoryLog.open(tmp_path / "m", embedder=None, extract_on_close=False) as mem:
         closed = mem.start_session(user_id="alice")
         mem.add_message(closed, role="user", content=DECISIONS[4])
@@ -194,6 +195,8 @@ def test_the_backlog_step(tmp_path: Path) -> None:
         mem.add_message(still_open, role="user", content=DECISIONS[5])
         empty = mem.start_session(user_id="alice")
         mem.close_session(empty)
+        assert extraction_step.due(mem.store, now_micros()) == []  # off: by hand only
+    with MemoryLog.open(tmp_path / "m", embedder=None) as mem:
         due = extraction_step.due(mem.store, now_micros())
         assert [(d.step, d.target, d.items) for d in due] == [("extraction", closed, 1)]
         assert closed in due[0].reason and "1 messages" in due[0].reason
