@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from commands import MemoryLog
 from commands.cli import cli
 from eventstore import EventLog
 
@@ -43,3 +45,15 @@ def head_of(store: Path) -> int:
         return 0
     with EventLog.open(store / "log") as log:
         return log.head().seq
+
+
+def marker() -> str:
+    """A unique text to scan the store's bytes for."""
+    return "zq" + secrets.token_hex(10)
+
+
+def views_dump(mem: MemoryLog) -> dict[str, Any]:
+    """Every views database of ``mem``, caught up (to compare live with replayed)."""
+    mem.proj.catch_up()
+    assert mem.proj.views is not None
+    return mem.proj.views.dump()

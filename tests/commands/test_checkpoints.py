@@ -7,26 +7,15 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import Any
 
 from commands import MemoryLog
 from commands.app import checkpoints
 from commands.app.scan import scan_tree
 from eventstore import CheckpointMarked, now_micros
 
-from .conftest import Run
+from .conftest import Run, marker, views_dump
 
 DAY = 86_400_000_000
-
-
-def marker() -> str:
-    return "zq" + secrets.token_hex(10)
-
-
-def views_dump(mem: MemoryLog) -> dict[str, Any]:
-    mem.proj.catch_up()
-    assert mem.proj.views is not None
-    return mem.proj.views.dump()
 
 
 def test_recover_returns_the_context_as_of_the_checkpoint(tmp_path: Path) -> None:

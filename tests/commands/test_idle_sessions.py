@@ -4,9 +4,7 @@ after idle days, auto-restore on a write and on a read, not in read-only mode.""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,20 +22,10 @@ from eventstore import (
     now_micros,
 )
 
-from .conftest import Run
+from .conftest import Run, marker, views_dump
 
 HOUR = 3_600_000_000
 DAY = 24 * HOUR
-
-
-def marker() -> str:
-    return "zq" + secrets.token_hex(10)
-
-
-def views_dump(mem: MemoryLog) -> dict[str, Any]:
-    mem.proj.catch_up()
-    assert mem.proj.views is not None
-    return mem.proj.views.dump()
 
 
 def run_step(mem: MemoryLog, step: Step, now: int) -> int:

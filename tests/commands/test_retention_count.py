@@ -3,9 +3,7 @@ per scope, the oldest deleted first through the privacy pipeline (byte scan)."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 from commands import MemoryLog
 from commands.app.retention_count import retention_count_step
@@ -14,17 +12,9 @@ from commands.app.summarise import ExtractiveSummariser
 from commands.app.upkeep import MAINTAIN_ACTOR, StepContext
 from eventstore import RetentionApplied, now_micros
 
+from .conftest import marker, views_dump
+
 HOUR = 3_600_000_000
-
-
-def marker() -> str:
-    return "zq" + secrets.token_hex(10)
-
-
-def views_dump(mem: MemoryLog) -> dict[str, Any]:
-    mem.proj.catch_up()
-    assert mem.proj.views is not None
-    return mem.proj.views.dump()
 
 
 def run_all(mem: MemoryLog) -> int:
