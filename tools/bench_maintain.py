@@ -136,11 +136,11 @@ def _raw(path: Path) -> tuple[float, float]:
         started = time.perf_counter()
         db = env.open_db(b"session_stats", create=False)
         with env.begin(db=db) as txn:
-            size = sum(len(v) for _, v in txn.cursor())
+            for _, value in txn.cursor():
+                len(value)  # touch every record, as a due check over every session must
         scanned = time.perf_counter() - started
     finally:
         env.close()
-    assert size >= 0
     return scanned, opened
 
 

@@ -59,11 +59,15 @@ from .upkeep import Due, Step, StepContext
 from .validate import check_id
 
 __all__ = [
-    "EXTRACT_ACTOR", "HANDOFF_CHARS", "HANDOFF_MESSAGES", "ExtractionReport", "Found", "extract_session",
+    "AUTO_EXTRACT", "AUTO_HANDOFF", "AUTO_TAGS", "EXTRACT_ACTOR", "HANDOFF_CHARS", "HANDOFF_MESSAGES",
+    "SESSION_CLOSE", "ExtractionReport", "Found", "extract_session",
     "extraction_step", "on_close", "plan", "write_handoff",
 ]
 
 EXTRACT_ACTOR = "memlog/extract"
+# The tags of what memlog writes by itself (a redaction of a source deletes those copies).
+AUTO_EXTRACT, AUTO_HANDOFF, SESSION_CLOSE = "auto-extract", "auto-handoff", "session-close"
+AUTO_TAGS = frozenset({AUTO_EXTRACT, AUTO_HANDOFF})
 HANDOFF_MESSAGES = 6
 HANDOFF_CHARS = 200
 _ROLES = {"user": "User", "assistant": "Agent"}
@@ -190,7 +194,7 @@ def _report(sid: str, found: list[Found], skipped: dict[str, int], messages: int
 
 
 def _entry(store: Store, sid: str, found: Found, close: bool) -> EntryRecorded:
-    tags = ("auto-extract", "session-close", *found.hashtags) if close else ("auto-extract", *found.hashtags)
+    tags = (AUTO_EXTRACT, SESSION_CLOSE, *found.hashtags) if close else (AUTO_EXTRACT, *found.hashtags)
     details = DecisionDetails() if found.kind == "decision" else None
     return store.entries.build(found.kind, found.text, session_id=sid, agent_id=found.agent_id, tags=tags,
                                derived_from=(found.message_id,), details=details)
@@ -236,7 +240,7 @@ def write_handoff(store: Store, session_id: str) -> str | None:
     lines = [f"[{_ROLES[v.entry.role]}]: {' '.join(v.entry.content.split())[:HANDOFF_CHARS]}"
              for v in last if v.entry is not None and v.entry.role is not None]
     entry = store.entries.build("handoff", "\n".join(lines), session_id=sid, agent_id=_sole_agent(session),
-                                tags=("auto-handoff", "session-close"),
+                                tags=(AUTO_HANDOFF, SESSION_CLOSE),
                                 derived_from=tuple(v.entry_id for v in last))
     return record(store, entry, actor=EXTRACT_ACTOR)
 

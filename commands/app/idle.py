@@ -29,7 +29,7 @@ from eventstore import DeletionCriteria, RetentionApplied, SessionArchived
 from projections import SessionView, ViewReader
 
 from . import log as _log
-from .privacy import run_deletion, run_deletions
+from .privacy import run_deletions
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
@@ -109,18 +109,9 @@ def _ephemeral_due(store: Store, now: int) -> list[Due]:
 
 
 def _ephemeral_run(store: Store, due: Due, ctx: StepContext) -> int:
-    reason = _ephemeral(store, ctx.now).get(due.target)
-    if reason is None:
-        return 0  # active again, or gone
-    report = run_deletion(store, DeletionCriteria(session_id=due.target), reason, REQUESTED_BY, False)
-    settings = store.settings
-    applied = RetentionApplied(as_of=ctx.now, policy={}, request_id=report.request_id, scope=due.target,
-                               max_counts={"ephemeral_max_count": settings.ephemeral_max_count,
-                                           "ephemeral_max_age_hours": settings.ephemeral_max_age_hours})
-    store.writer.append("system", lambda: [applied], actor=ctx.actor)
-    _log.info("ephemeral session deleted", session_id=due.target, request_id=report.request_id,
-              verified=report.verified)
-    return 4  # deletion.requested, entries.deleted, purge.completed, retention.applied
+    """One session: the batch of one (deletion.requested, entries.deleted,
+    purge.completed, retention.applied); 0 when it is active again, or gone."""
+    return _ephemeral_run_all(store, [due], ctx)
 
 
 def _ephemeral_run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:

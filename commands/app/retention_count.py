@@ -21,11 +21,10 @@ from eventstore import DeletionCriteria, RetentionApplied
 
 from . import log as _log
 from .privacy import run_deletion
-from .results import DeletionReport
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
-__all__ = ["apply_lesson_limit", "retention_count_step", "scope_label", "scopes_over"]
+__all__ = ["retention_count_step", "scope_label", "scopes_over"]
 
 REQUESTED_BY = "retention"
 
@@ -51,30 +50,10 @@ def _due(store: Store, now: int) -> list[Due]:
             for u, a, over in scopes_over(store)]
 
 
-def apply_lesson_limit(store: Store, user_id: str, agent_id: str, actor: str,
-                       now: int) -> DeletionReport | None:
-    """Delete a scope's oldest lessons past ``lesson_limit`` (none: None)."""
-    limit = store.settings.lesson_limit
-    over = next((n for u, a, n in scopes_over(store) if (u, a) == (user_id, agent_id)), 0)
-    if not over:
-        return None
-    with store.read() as views:
-        ids = tuple(views.oldest_lessons(user_id, agent_id, over))
-    criteria = DeletionCriteria(ids=ids, include_derived=False)
-    report = run_deletion(store, criteria, "retention", REQUESTED_BY, False)
-    applied = RetentionApplied(as_of=now, policy={}, request_id=report.request_id,
-                               max_counts={"lesson": limit}, scope=scope_label(user_id, agent_id))
-    store.writer.append("system", lambda: [applied], actor=actor)
-    _log.info("retention by count applied", request_id=report.request_id, deleted=report.deleted,
-              verified=report.verified)
-    return report
-
-
 def _run(store: Store, due: Due, ctx: StepContext) -> int:
-    user_id, _, agent_id = due.target.partition("/")
-    report = apply_lesson_limit(store, user_id, agent_id, ctx.actor, ctx.now)
-    # deletion.requested, entries.deleted, purge.completed, retention.applied
-    return 0 if report is None else 4
+    """One scope: the batch of one (deletion.requested, entries.deleted,
+    purge.completed, retention.applied)."""
+    return _run_all(store, [due], ctx)
 
 
 def _run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:

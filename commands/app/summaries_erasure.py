@@ -35,6 +35,7 @@ from projections import ViewReader
 
 from . import log as _log
 from .compaction import ACTOR, summarise_texts
+from .extraction import AUTO_TAGS
 from .forgetting import delete as _delete
 from .results import DeletionReport
 from .selection import select
@@ -43,9 +44,6 @@ from .summarise import Summariser
 from .validate import check_choice, check_id, check_ids, check_labels, to_time
 
 __all__ = ["after_redaction", "delete"]
-
-# The tags of the copies memlog writes by itself (commands.app.extraction).
-_AUTO_TAGS = frozenset({"auto-handoff", "auto-extract"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ def after_redaction(store: Store, summariser: Summariser, entry_id: str, request
     with store.read() as views:
         children = [v for v in views.entries(views.derived_from(entry_id)) if v is not None]
         ids = tuple(v.entry_id for v in children if v.state != "deleted" and (
-            v.kind == "summary" or (v.entry is not None and _AUTO_TAGS & set(v.entry.tags))))
+            v.kind == "summary" or (v.entry is not None and AUTO_TAGS & set(v.entry.tags))))
         if not ids:
             return None
         every = select(views, DeletionCriteria(ids=ids))
