@@ -27,7 +27,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from eventstore import EventLog, RecordedEvent, RetiredError
 from eventstore.storage import crashpoint, purge_env, wipe_tree
@@ -37,15 +37,17 @@ from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
 from .embed.ops import VectorFeed, vector_ops
-from .search import OPEN_SEQ, Ranking, SearchIndex, SearchQuery, entry_document, rank, search_ops
+from .search import Ranking, SearchIndex, SearchQuery, rank, search_ops
 from .search.apply import Op
 from .search.bm25 import forget_texts
+from .search.docs import shard_docs
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
 
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
+_REFIT_INLINE = 1 << 18  # a search refits the shard count inline up to this many events (4 shards)
 _VECTOR_CHUNK = 2_000  # records per vector transaction when the vectors catch up alone
 _VECTOR_OPS = 2_000  # operations per vector transaction during the search catch-up
 
@@ -61,10 +63,13 @@ class Projections(ProjectionDir):
     :meth:`replay` does; the old one is never opened.
     """
 
-    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True,
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int | None = None, sync: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default") -> None:
-        """``embedder``: the model of the vector projection; ``"default"`` is the
-        shipped static model when numpy is installed; None: no vectors (text search only)."""
+        """``shards``: a fixed search shard count; None fits it to the store
+        (:func:`~projections.search.index.shards_for` the log head; see
+        :meth:`refit_due`). ``embedder``: the model of the vector projection;
+        ``"default"`` is the shipped static model when numpy is installed;
+        None: no vectors (text search only)."""
         self._init(data_dir, log, shards, sync, None,
                    default_embedder() if embedder == "default" else embedder)
         self._ensure_link()
@@ -78,9 +83,30 @@ class Projections(ProjectionDir):
         head = self.log.head().seq
         done = self._catch_up_views(head, progress)
         if search:
+            if self.refit_due(head, inline=True):
+                self._refit()
+                return self.catch_up(search, progress)
             self._catch_up_search(head, progress)
             self._catch_up_vectors(head, progress)
         return done
+
+    def refit_due(self, head: int | None = None, inline: bool = False) -> bool:
+        """Whether the search shard count no longer fits the store (when it is
+        fitted, not fixed): :meth:`replay` rebuilds with the count that fits.
+        ``inline``: only while such a replay is cheap (a log of at most
+        :data:`_REFIT_INLINE` events); a search's catch-up then runs it."""
+        head = self.log.head().seq if head is None else head
+        return self.shards is None and self.wanted_shards(head) != self.shard_count \
+            and (not inline or head <= _REFIT_INLINE)
+
+    def _refit(self) -> None:
+        """Replay into a directory with the shard count that fits the store,
+        unless another process did so meanwhile. Readers keep the directory
+        they have until the link moves, as for any replay."""
+        with file_lock(self.data_dir / "proj.lock"):
+            self._check_current()  # another process may have refitted
+            if self.refit_due():
+                self._replay_locked(None, None)
 
     def _catch_up_views(self, head: int, progress: Progress | None) -> int:
         assert self.views is not None
@@ -298,7 +324,7 @@ class Projections(ProjectionDir):
             index.sweep_orphans()
             for n in shards:
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    old = index.rebuild(n, _shard_docs(reader, index, n), reader.checkpoint())
+                    old = index.rebuild(n, shard_docs(reader, index, n), reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
@@ -344,12 +370,13 @@ class Projections(ProjectionDir):
         target = f"proj-{secrets.token_hex(4)}"
         root = self.data_dir / target
         root.mkdir(mode=0o700)
-        mark_layout(root, self._layout_mark)
         fresh = Projections.__new__(Projections)
         fresh._init(self.data_dir, self.log, self.shards, self.sync, target, self.embedder)
+        fresh.shard_count = self.wanted_shards(head)
+        mark_layout(root, fresh._layout_mark)
         try:
             fresh.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
-            fresh.search_index = SearchIndex(root / "search", self.shards)
+            fresh.search_index = SearchIndex(root / "search", fresh.shard_count)
             if self.embedder is not None:
                 fresh.vectors = VectorIndex(root / "vectors", self.embedder)
             fresh._catch_up_views(head, progress)
@@ -407,13 +434,3 @@ class PurgeSplit(NamedTuple):
     files_rewritten: tuple[str, ...]
     views_seconds: float
     search_seconds: float
-
-
-def _shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[Any]:
-    """The documents shard ``shard`` must hold: its entries from the views, their
-    text from the log (resolved in chunks)."""
-    for view in views.latest_entries_by_hash(*index.hash_range(shard)):
-        if view.entry is None:
-            continue
-        ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
-        yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)

@@ -34,8 +34,8 @@ from eventstore.storage import MaintenanceLock, crashpoint, open_private, privat
 from ..models import MemoryView
 from . import terms as _terms
 
-__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document",
-           "memory_document", "memory_text", "searchable_text", "word_count"]
+__all__ = ["OPEN_SEQ", "SHARD_EVENTS", "SearchIndex", "SearchShard", "broken_index", "build_schema",
+           "entry_document", "memory_document", "memory_text", "searchable_text", "shards_for", "word_count"]
 
 T = TypeVar("T")
 
@@ -43,6 +43,23 @@ OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
 _PARALLEL_DOCS = 50_000  # documents from which shards are searched in parallel threads
+SHARD_EVENTS = 1 << 16  # log events per shard when the shard count fits the store
+MOST_SHARDS = 16
+
+
+def shards_for(events: int, most: int = MOST_SHARDS) -> int:
+    """The shard count that fits a log of ``events`` events: one shard per
+    :data:`SHARD_EVENTS` events, rounded up to a power of two, from 1 to ``most``.
+
+    Each shard costs every search a fixed ~30 µs (its searcher, term counts,
+    prefix terms, search and fast fields), so a small store wants one shard;
+    a purge rebuilds whole shards (~5 µs a document), so a large one wants
+    shards of at most ~65k documents: 1M events give 16 shards, as before.
+    Counting events (not entries) makes the count a function of the log head,
+    the same for live updates and for a replay.
+    """
+    wanted = -(-max(events, 1) // SHARD_EVENTS)
+    return min(max(1, most), 1 << (wanted - 1).bit_length())
 
 
 def broken_index(exc: BaseException) -> bool:
