@@ -66,6 +66,7 @@ class ProjectionDir:
         self._indexed_head = -1
         self._vectors_head = -1
         self._views_at = -1
+        self.payloads: dict[int, object] = {}  # search's cache of log events by seq (see rank)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -192,6 +193,7 @@ class ProjectionDir:
             self._open()
 
     def _close_stores(self) -> None:
+        self.payloads.clear()
         if self.vectors is not None:
             self.vectors.close()
             self.vectors = None

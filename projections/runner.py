@@ -267,10 +267,12 @@ class Projections(ProjectionDir):
         """
         if reader is not None:
             assert self.search_index is not None
-            return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder)
+            return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder,
+                        self.payloads)
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
-            return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder)
+            return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder,
+                        self.payloads)
 
     # -- physical purge -----------------------------------------------------
 
@@ -290,6 +292,7 @@ class Projections(ProjectionDir):
         """
         assert self.views is not None and self.search_index is not None
         forget_texts()  # no deleted text stays in this process's term-count cache
+        self.payloads.clear()  # nor in its payload cache
         started = time.perf_counter()
         rewritten: list[str] = []
         if views:

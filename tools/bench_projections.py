@@ -235,7 +235,7 @@ def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, sha
         data = base / f"rebuild-{rep}"
         data.mkdir(mode=0o700)
         os.sync()
-        proj = Projections(data, elog, shards=shards, sync=True)
+        proj = Projections(data, elog, shards=shards or None, sync=True)
         started = time.perf_counter()
         proj.replay()
         pair.ours.append(time.perf_counter() - started)
@@ -287,7 +287,8 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
         started = time.perf_counter()
         hits = run_search(index, SearchQuery(text=query, limit=LIMIT), None)
         mid = time.perf_counter()
-        raw_hits = searcher.search(raw_index.parse_query(" OR ".join(words), ["content"]), LIMIT).hits
+        raw_hits = searcher.search(raw_index.parse_query(" OR ".join(words), ["content"]), LIMIT,
+                                   count=False).hits
         mid2 = time.perf_counter()
         if fts5:
             match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -308,6 +309,68 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
         one(query, record=True, fts5=n % fts5_every == 0)
         if n % 250 == 0:
             log(f"  {n:,}/{len(queries):,} queries")
+    return out
+
+
+# -- small store -------------------------------------------------------------------
+
+SMALL_ENTRIES = 1_000
+SMALL_TARGET_MS = 1.0
+_NOW = 4_000_000_000_000_000  # microseconds, after every corpus time
+
+
+@dataclass(slots=True)
+class Small:
+    """Search latencies on a small store (``SMALL_ENTRIES`` entries)."""
+
+    shards: int = 0
+    full: list[float] = field(default_factory=list)      # Projections.search, text mode
+    run: list[float] = field(default_factory=list)       # run_search (Tantivy candidates)
+    raw: list[float] = field(default_factory=list)       # raw Tantivy, the same words OR-joined
+    profile: cProfile.Profile | None = None
+
+
+def measure_small(base: Path, queries: Sequence[str], profile: bool) -> Small:
+    """(d) a store of ``SMALL_ENTRIES`` entries: memlog's whole search path
+    (``Projections.search``: catch-up check, snapshot, candidates, ranking; text
+    mode, limit 10), its Tantivy part (``run_search``) and raw Tantivy on the
+    same documents (one index), query by query."""
+    corpus = load_corpus()
+    out = Small()
+    with EventLog.open(base / "small-log") as elog:
+        corpus.write_corpus(elog, SMALL_ENTRIES, SEED)
+        raw = build_raw_corpus(elog)
+        raw_tantivy_build(base / "small-raw", _SCHEMA, raw.docs)
+        raw_index = tantivy.Index(_SCHEMA, path=str(base / "small-raw"))
+        raw_index.reload()
+        searcher = raw_index.searcher()
+        (base / "small").mkdir(mode=0o700)
+        proj = Projections(base / "small", elog, embedder=None)
+        try:
+            proj.replay()
+            assert proj.search_index is not None
+            out.shards = len(proj.search_index.shards)
+            for n, query in enumerate([*queries[:WARMUP_QUERIES], *queries]):
+                t0 = time.perf_counter()
+                proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
+                t1 = time.perf_counter()
+                run_search(proj.search_index, SearchQuery(text=query, limit=LIMIT), None)
+                t2 = time.perf_counter()
+                searcher.search(raw_index.parse_query(" OR ".join(_or_words(query)), ["content"]), LIMIT,
+                                count=False)
+                t3 = time.perf_counter()
+                if n >= WARMUP_QUERIES:
+                    out.full.append(t1 - t0)
+                    out.run.append(t2 - t1)
+                    out.raw.append(t3 - t2)
+            if profile:
+                out.profile = cProfile.Profile()
+                out.profile.enable()
+                for query in queries:
+                    proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
+                out.profile.disable()
+        finally:
+            proj.close()
     return out
 
 
@@ -340,7 +403,7 @@ def profile_search(proj: Projections, queries: Sequence[str]) -> None:
 # -- report ------------------------------------------------------------------------
 
 def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: float,
-            write_s: float, args: argparse.Namespace, head: int) -> dict[str, Any]:
+            write_s: float, args: argparse.Namespace, head: int, small: Small, shards: int) -> dict[str, Any]:
     """All figures as one flat dict (the --json object)."""
     v_ours, v_raw = views.rates()
     r_ours, r_raw = rebuild.rates()
@@ -350,7 +413,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
     f50, f99 = percentile(lat.fts5, 50) * ms, percentile(lat.fts5, 99) * ms
     entries = len(raw.rows)
     out: dict[str, Any] = {
-        "events": head, "entries": entries, "shards": args.shards, "queries": len(lat.memlog),
+        "events": head, "entries": entries, "shards": shards, "queries": len(lat.memlog),
+        "shards_rule": "fixed" if args.shards else "fitted (1 per 65,536 events, power of two, <= 16)",
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
         "replay_views_ratio": round(v_ours / v_raw, 3),
@@ -365,6 +429,11 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "raw_tantivy_p50_ms": round(raw50, 4), "raw_tantivy_p99_ms": round(raw99, 4),
         "fts5_p50_ms": round(f50, 4), "fts5_p99_ms": round(f99, 4),
         "search_p50_ratio": round(p50 / raw50, 3), "fts5_speedup_p50": round(f50 / p50, 2),
+        "small_store_entries": SMALL_ENTRIES, "small_store_shards": small.shards,
+        "small_store_search_p50_ms": round(percentile(small.full, 50) * ms, 4),
+        "small_store_search_p99_ms": round(percentile(small.full, 99) * ms, 4),
+        "small_store_run_search_p50_ms": round(percentile(small.run, 50) * ms, 4),
+        "small_store_raw_tantivy_p50_ms": round(percentile(small.raw, 50) * ms, 4),
         "empty_results": {"memlog": lat.memlog_empty, "raw_tantivy": lat.raw_empty,
                           "fts5": lat.fts5_empty},
         "fts5_build_rows_per_s": round(entries / fts5_s),
@@ -373,6 +442,7 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
                          "rebuild": rebuild.ours, "raw_tantivy": rebuild.raw},
         "tantivy": tantivy.__version__ if hasattr(tantivy, "__version__") else "?",
         "raw_tantivy_writer": "one writer, default heap (128 MB) and threads",
+        "raw_tantivy_query": "parse_query of the words OR-joined on content, limit 10, count=False",
         "sqlite": sqlite3.sqlite_version,
         "lmdb": f"py-lmdb {lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))})",
         "python": platform.python_version(), "cpus": os.cpu_count(),
@@ -383,6 +453,7 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "search_p50": p50 <= SEARCH_P50_TARGET_RATIO * raw50,
         "search_p99": p99 < SEARCH_P99_BUDGET_MS,
         "search_vs_fts5": f50 >= FTS5_TARGET_SPEEDUP * p50,
+        "small_store_search": percentile(small.full, 50) * ms <= SMALL_TARGET_MS,
     }
     return out
 
@@ -406,6 +477,11 @@ def table(r: dict[str, Any]) -> str:
         ("search p50 vs SQLite FTS5", f"{r['search_p50_ms']:>12.3f} ms",
          f"{r['fts5_p50_ms']:>12.3f} ms", f"{1 / r['fts5_speedup_p50']:.3f}x",
          ">= 10x faster than FTS5", verdict(ok["search_vs_fts5"])),
+        (f"small store search p50 ({r['small_store_entries']:,})",
+         f"{r['small_store_search_p50_ms']:>12.3f} ms",
+         f"{r['small_store_raw_tantivy_p50_ms']:>12.3f} ms",
+         f"{r['small_store_search_p50_ms'] / r['small_store_raw_tantivy_p50_ms']:.1f}x",
+         "<= 1 ms", verdict(ok["small_store_search"])),
     ]
     head = ("measure", "memlog", "anchor", "ratio", "target", "result")
     lines = [
@@ -429,10 +505,15 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "same log via log.read(); raw Tantivy: one writer indexing the same documents (list built",
         f"off the clock in {r['raw_doc_build_s']:.2f} s; with that build included it would be "
         f"{r['raw_tantivy_incl_doc_build_docs_per_s']:,} docs/s);",
-        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10.",
+        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10 (Tantivy: no",
+        "hit count, which would stop its block-max WAND pruning).",
         f"raw Tantivy p99 {r['raw_tantivy_p99_ms']:.3f} ms, FTS5 p99 {r['fts5_p99_ms']:.3f} ms; "
         f"FTS5 build {r['fts5_build_rows_per_s']:,} rows/s; corpus write "
         f"{r['corpus_write_eps']:,} ev/s.",
+        f"small store ({r['small_store_entries']:,} entries, {r['small_store_shards']} shard(s)): "
+        f"whole search path (Projections.search, text mode) p50 {r['small_store_search_p50_ms']:.3f} ms, "
+        f"p99 {r['small_store_search_p99_ms']:.3f} ms; its Tantivy part (run_search) "
+        f"{r['small_store_run_search_p50_ms']:.3f} ms.",
         f"queries without hits: memlog {r['empty_results']['memlog']}, raw Tantivy "
         f"{r['empty_results']['raw_tantivy']}, FTS5 {r['empty_results']['fts5']}.",
     ]
@@ -457,7 +538,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=200_000, help="corpus entries in the log")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--queries", type=int, default=1000, help="search queries (>= 1000 advised)")
-    parser.add_argument("--shards", type=int, default=16, help="search shards of the projection")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="a fixed search shard count (default 0: fitted to the store, as memlog does)")
     parser.add_argument("--fts5-queries", type=int, default=200,
                         help="how many of the queries also run on FTS5 (evenly spaced)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per throughput; best is kept")
@@ -470,8 +552,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.events, args.repeats, args.queries, args.fts5_queries) < 1:
         parser.error("--events, --repeats, --queries and --fts5-queries must be >= 1")
-    if not 1 <= args.shards <= 64:
-        parser.error("--shards must be 1..64")
+    if not 0 <= args.shards <= 64:
+        parser.error("--shards must be 0 (fitted) or 1..64")
     return args
 
 
@@ -504,9 +586,16 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             if args.profile:
                 profile_views(base, elog, head)
                 profile_search(proj, queries)
+            assert proj.search_index is not None
+            shards = len(proj.search_index.shards)
         finally:
             proj.close()
-    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head)
+    log(f"(d) small store: {SMALL_ENTRIES:,} entries, {len(queries):,} queries")
+    small = measure_small(base, queries, args.profile)
+    if small.profile is not None:
+        title = f"Projections.search x {len(queries):,} on {SMALL_ENTRIES:,} entries"
+        log(profile_text(small.profile, title))
+    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head, small, shards)
 
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:

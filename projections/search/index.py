@@ -124,8 +124,10 @@ def memory_text(key: str, content: str) -> str:
 
 
 def word_count(text: str) -> int:
-    """The words of ``text`` as the index tokenizes them (BM25's document length)."""
-    return len(_terms.words(text))
+    """The words of ``text`` as the index tokenizes them (BM25's document length):
+    ``len(terms.words(text))`` without building the filtered list (a third of
+    an entry document's cost in a rebuild)."""
+    return _terms.count_words(text)
 
 
 def searchable_text(event: EntryRecorded) -> str:

@@ -20,7 +20,8 @@ WORDS = ["cache", "redis", "queue", "worker", "deploy", "pipeline", "postgres", 
 
 
 def _store(path: Path) -> tuple[MemoryLog, list[str]]:
-    mem = MemoryLog.open(path, embedder=None)  # text ranking: the scores under test
+    # text ranking: the scores under test; 16 shards (a store this small gets one by default)
+    mem = MemoryLog.open(path, embedder=None, search_shards=16)
     rng = random.Random(5)
     sid = mem.start_session()
     when = "2026-01-10T09:00:00Z"
