@@ -29,6 +29,18 @@ words, six kinds, 200 sessions) and measures, in one run:
     matching row (hundreds of ms at 1M entries), so FTS5 runs on an evenly
     spaced subset of ``--fts5-queries`` of the same queries (default 200).
 
+(d) search on a small store (``SMALL_ENTRIES``, 1,000 entries; tools/bench_small_store.py):
+    memlog's whole search path (``Projections.search``, text mode, limit 10:
+    the catch-up check, the snapshot, the candidates and their ranking) as
+    ``small_store_search_p50_ms``, its Tantivy part (``run_search``) and raw
+    Tantivy on the same documents, query by query.
+
+The projection's shard count is fitted to the store as memlog does (one per
+65,536 events, a power of two, at most 16; ``--shards N`` fixes it). Raw
+Tantivy queries ask for no hit count (``count=False``), as memlog's do: a
+count stops Tantivy's block-max WAND pruning. The raw anchors live in
+tools/raw_tantivy.py.
+
 Throughput figures are the best of ``--repeats`` runs in fresh directories
 (after ``os.sync()``); latencies are percentiles over all queries after a short
 warm-up. Every replay is checked afterwards (counters of the views, documents
@@ -49,7 +61,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import os
 import platform
 import shutil
@@ -64,19 +75,19 @@ from typing import Any
 import lmdb
 import tantivy
 
-from eventstore import EntryRecorded, EventLog
+from eventstore import EventLog
 from projections import (
     Projections,
     SearchQuery,
     ViewStore,
     build_schema,
-    entry_document,
     run_search,
-    searchable_text,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
 from benchkit import align, dir_bytes, load_corpus, log, percentile, profile_text, run_main, verdict
+from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
 
 REPLAY_TARGET_EPS = 600_000.0
 _SCHEMA = build_schema()
@@ -89,56 +100,6 @@ LIMIT = 10
 SEED = 7
 PROFILE_EVENTS = 200_000
 PROFILE_LINES = 22
-
-
-# -- raw anchors -------------------------------------------------------------------
-
-@dataclass(slots=True)
-class RawCorpus:
-    """Documents and texts of every entry, built from the log off the clock."""
-
-    docs: list[Any] = field(default_factory=list)
-    rows: list[tuple[int, str]] = field(default_factory=list)  # (seq, searchable text)
-    build_s: float = 0.0
-
-
-def build_raw_corpus(elog: EventLog) -> RawCorpus:
-    """Read the log once and build the raw Tantivy documents and FTS5 rows."""
-    out = RawCorpus()
-    started = time.perf_counter()
-    for rec in elog.read():
-        event = rec.event
-        if isinstance(event, EntryRecorded):
-            text = searchable_text(event)
-            # Raw Tantivy gets ready-made documents: building them is off the clock.
-            fields = json.loads(entry_document(event, rec.seq, rec.seq))
-            out.docs.append(tantivy.Document.from_dict(fields, _SCHEMA))
-            out.rows.append((rec.seq, text))
-    out.build_s = time.perf_counter() - started
-    return out
-
-
-def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> float:
-    """Index ``docs`` with one writer (default heap and threads), commit; seconds."""
-    path.mkdir(mode=0o700)
-    started = time.perf_counter()
-    index = tantivy.Index(schema, path=str(path))
-    writer = index.writer()
-    for doc in docs:
-        writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
-    return time.perf_counter() - started
-
-
-def fts5_build(path: Path, rows: Sequence[tuple[int, str]]) -> tuple[sqlite3.Connection, float]:
-    """An FTS5 table of the same texts, one transaction; (connection, seconds)."""
-    conn = sqlite3.connect(str(path))
-    started = time.perf_counter()
-    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(content)")
-    with conn:
-        conn.executemany("INSERT INTO docs(rowid, content) VALUES (?, ?)", rows)
-    return conn, time.perf_counter() - started
 
 
 # -- memlog side -------------------------------------------------------------------
@@ -255,10 +216,6 @@ def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, sha
     return pair, proj, raw_dir
 
 
-def _or_words(query: str) -> list[str]:
-    return query.split()
-
-
 @dataclass(slots=True)
 class Latencies:
     """Per-query seconds of each engine, over the same queries."""
@@ -283,7 +240,7 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
     out = Latencies()
 
     def one(query: str, record: bool, fts5: bool) -> None:
-        words = _or_words(query)
+        words = or_words(query)
         started = time.perf_counter()
         hits = run_search(index, SearchQuery(text=query, limit=LIMIT), None)
         mid = time.perf_counter()
@@ -309,68 +266,6 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
         one(query, record=True, fts5=n % fts5_every == 0)
         if n % 250 == 0:
             log(f"  {n:,}/{len(queries):,} queries")
-    return out
-
-
-# -- small store -------------------------------------------------------------------
-
-SMALL_ENTRIES = 1_000
-SMALL_TARGET_MS = 1.0
-_NOW = 4_000_000_000_000_000  # microseconds, after every corpus time
-
-
-@dataclass(slots=True)
-class Small:
-    """Search latencies on a small store (``SMALL_ENTRIES`` entries)."""
-
-    shards: int = 0
-    full: list[float] = field(default_factory=list)      # Projections.search, text mode
-    run: list[float] = field(default_factory=list)       # run_search (Tantivy candidates)
-    raw: list[float] = field(default_factory=list)       # raw Tantivy, the same words OR-joined
-    profile: cProfile.Profile | None = None
-
-
-def measure_small(base: Path, queries: Sequence[str], profile: bool) -> Small:
-    """(d) a store of ``SMALL_ENTRIES`` entries: memlog's whole search path
-    (``Projections.search``: catch-up check, snapshot, candidates, ranking; text
-    mode, limit 10), its Tantivy part (``run_search``) and raw Tantivy on the
-    same documents (one index), query by query."""
-    corpus = load_corpus()
-    out = Small()
-    with EventLog.open(base / "small-log") as elog:
-        corpus.write_corpus(elog, SMALL_ENTRIES, SEED)
-        raw = build_raw_corpus(elog)
-        raw_tantivy_build(base / "small-raw", _SCHEMA, raw.docs)
-        raw_index = tantivy.Index(_SCHEMA, path=str(base / "small-raw"))
-        raw_index.reload()
-        searcher = raw_index.searcher()
-        (base / "small").mkdir(mode=0o700)
-        proj = Projections(base / "small", elog, embedder=None)
-        try:
-            proj.replay()
-            assert proj.search_index is not None
-            out.shards = len(proj.search_index.shards)
-            for n, query in enumerate([*queries[:WARMUP_QUERIES], *queries]):
-                t0 = time.perf_counter()
-                proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
-                t1 = time.perf_counter()
-                run_search(proj.search_index, SearchQuery(text=query, limit=LIMIT), None)
-                t2 = time.perf_counter()
-                searcher.search(raw_index.parse_query(" OR ".join(_or_words(query)), ["content"]), LIMIT,
-                                count=False)
-                t3 = time.perf_counter()
-                if n >= WARMUP_QUERIES:
-                    out.full.append(t1 - t0)
-                    out.run.append(t2 - t1)
-                    out.raw.append(t3 - t2)
-            if profile:
-                out.profile = cProfile.Profile()
-                out.profile.enable()
-                for query in queries:
-                    proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
-                out.profile.disable()
-        finally:
-            proj.close()
     return out
 
 
