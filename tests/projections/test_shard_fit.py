@@ -106,3 +106,19 @@ def test_a_purge_keeps_the_memories_of_the_shard_it_rebuilds(tmp_path: Path) -> 
         assert _hits(mem, "postgres", source="both") == []
         assert len(_hits(mem, "sqlite", source="memories")) == 1
         assert len(_hits(mem, "postgres", source="memories", as_of=saved)) == 1
+
+
+def test_a_refit_by_one_store_is_followed_by_another_on_the_same_directory(tmp_path: Path,
+                                                                            small_blocks: int) -> None:
+    """A second store (as another process would) keeps reading during and after
+    another's refit, and then reads the refitted directory."""
+    path = tmp_path / "s"
+    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
+        sid = mem.start_session()
+        ids = [mem.add_message(sid, role="user", content=f"entry tok{i}x") for i in range(10)]
+        assert _hits(other, "tok3x") == [ids[3]]
+        ids += [mem.add_message(sid, role="user", content=f"entry tok{i}x") for i in range(10, 40)]
+        assert _hits(mem, "tok30x") == [ids[30]]  # this search refits
+        assert mem.proj.search_index is not None and len(mem.proj.search_index.shards) == 4
+        assert [_hits(other, f"tok{i}x") for i in range(40)] == [[e] for e in ids]
+        assert other.proj.search_index is not None and len(other.proj.search_index.shards) == 4
