@@ -122,14 +122,18 @@ def cached_payloads(views: ViewReader, cache: dict[int, Any] | None) -> Iterator
     fetch = views.events_at
 
     def events_at(seqs: Sequence[int]) -> list[Any]:
-        missing = [seq for seq in seqs if seq not in cache]
+        # From a local copy: another thread's search may empty the cache meanwhile.
+        found = {seq: cache.get(seq) for seq in seqs}
+        missing = [seq for seq, event in found.items() if event is None]
         if missing:
+            fetched = fetch(missing)
             if len(cache) + len(missing) > _PAYLOADS_MAX:
                 cache.clear()
-            for seq, event in zip(missing, fetch(missing), strict=True):
+            for seq, event in zip(missing, fetched, strict=True):
+                found[seq] = event
                 if event is not None:
                     cache[seq] = event
-        return [cache.get(seq) for seq in seqs]
+        return [found[seq] for seq in seqs]
 
     views.events_at = events_at
     try:
