@@ -25,6 +25,7 @@ from ._checks import Problem, layout_of, link_target, search_problem, views_prob
 from ._dirs import file_lock, mark_layout, point_link, wipe_replaced
 from .embed import Embedder, VectorIndex
 from .search import SearchIndex, broken_index
+from .search.index import shards_for
 from .views import ViewStore
 
 __all__ = ["LAYOUT", "ProjectionDir"]
@@ -35,6 +36,9 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 4: content-free entries (StoredEntry): an entry is read from the log payload at its source seq.
 # 5: search shards stem (en_stem) and hold `dl`, `absent` and memory documents; the vectors projection.
 # 6: the views' counters hold the last seq of each event type (``last:<type>``).
+#    The mark's ``shards=N`` names the directory's shard count; with the count
+#    fitted to the store (``shards`` None) any N is opened as it is, and a
+#    replay or ``memlog maintain`` refits it (:meth:`projections.Projections.refit_due`).
 # 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
 #    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
 LAYOUT = "7"
@@ -48,11 +52,12 @@ class ProjectionDir:
         ``proj.lock`` (:meth:`projections.Projections.replay`); returns the seq."""
         raise NotImplementedError
 
-    def _init(self, data_dir: Path, log: EventLog, shards: int, sync: bool, target: str | None,
+    def _init(self, data_dir: Path, log: EventLog, shards: int | None, sync: bool, target: str | None,
               embedder: Embedder | None = None) -> None:
         self.data_dir = data_dir
         self.log = log
-        self.shards = shards
+        self.shards = shards  # a fixed shard count, or None: fitted to the store (shards_for)
+        self.shard_count = shards or 1  # the count of the directory in use (its layout mark)
         self.sync = sync
         self._link = data_dir / "proj"
         self._target = target
@@ -63,6 +68,7 @@ class ProjectionDir:
         self._indexed_head = -1
         self._vectors_head = -1
         self._views_at = -1
+        self.payloads: dict[int, object] = {}  # search's cache of log events by seq (see rank)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -90,7 +96,7 @@ class ProjectionDir:
             root = self.data_dir / target
             problem = (self._layout_problem(root) or views_problem(root / "views")
                        or views_problem(root / "vectors")
-                       or search_problem(root / "search", self.shards) or self._open_stores(root))
+                       or search_problem(root / "search", self.shard_count) or self._open_stores(root))
         if problem is None:
             self._target = target
         else:
@@ -98,14 +104,17 @@ class ProjectionDir:
         return problem
 
     def _layout_problem(self, root: Path) -> Problem | None:
+        found = layout_of(root)
+        count = _marked_count(found)
+        if count is not None and (self.shards is None or count == self.shards):
+            self.shard_count = count
+            return None
         if not (root / "views").exists():  # a new directory (or its views are gone: they catch up)
+            self.shard_count = self.wanted_shards(self.log.head().seq)
             mark_layout(root, self._layout_mark)
             return None
-        found = layout_of(root)
-        if found == self._layout_mark:
-            return None
         # Built by an older memlog (other keys or shard assignment), with another
-        # shard count, or unreadable: rebuild.
+        # fixed shard count, or unreadable: rebuild.
         what = {None: "is unreadable", "": "is missing"}.get(found, "names another layout")
         return Problem(root / "layout", what)
 
@@ -127,7 +136,7 @@ class ProjectionDir:
         except (StorageError, OSError) as exc:
             return Problem(views, f"does not open ({_error_name(exc)})")
         try:
-            self.search_index = SearchIndex(root / "search", self.shards)
+            self.search_index = SearchIndex(root / "search", self.shard_count)
             marks += [(shard.link, shard.checkpoint()) for shard in self.search_index.shards]
         except BaseException as exc:
             if isinstance(exc, UnsafeStoreError) or not (isinstance(exc, StorageError) or broken_index(exc)):
@@ -170,7 +179,12 @@ class ProjectionDir:
 
     @property
     def _layout_mark(self) -> str:
-        return f"{LAYOUT} shards={self.shards}"
+        return f"{LAYOUT} shards={self.shard_count}"
+
+    def wanted_shards(self, head: int) -> int:
+        """The shard count a directory built at log head ``head`` gets: the
+        fixed count, or :func:`~projections.search.index.shards_for` the head."""
+        return self.shards or shards_for(head)
 
     def _check_current(self) -> None:
         try:
@@ -181,6 +195,7 @@ class ProjectionDir:
             self._open()
 
     def _close_stores(self) -> None:
+        self.payloads.clear()
         if self.vectors is not None:
             self.vectors.close()
             self.vectors = None
@@ -207,6 +222,15 @@ class ProjectionDir:
         if problem is not None:
             raise CorruptionError(f"the rebuilt projections do not open: {problem}; run `memlog replay`")
         wipe_replaced(self.data_dir, target)
+
+
+def _marked_count(mark: str | None) -> int | None:
+    """The shard count of a layout mark of this :data:`LAYOUT` (None for another
+    layout, an unreadable mark, or a count out of 1..64)."""
+    layout, _, shards = (mark or "").partition(" shards=")
+    if layout != LAYOUT or not shards.isdigit() or not 1 <= int(shards) <= 64:
+        return None
+    return int(shards)
 
 
 def _error_name(exc: BaseException) -> str:

@@ -62,10 +62,13 @@ class Projections(ProjectionDir):
     :meth:`replay` does; the old one is never opened.
     """
 
-    def __init__(self, data_dir: Path, log: EventLog, *, shards: int = 16, sync: bool = True,
+    def __init__(self, data_dir: Path, log: EventLog, *, shards: int | None = None, sync: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default") -> None:
-        """``embedder``: the model of the vector projection; ``"default"`` is the
-        shipped static model when numpy is installed; None: no vectors (text search only)."""
+        """``shards``: a fixed search shard count; None fits it to the store
+        (:func:`~projections.search.index.shards_for` the log head; see
+        :meth:`refit_due`). ``embedder``: the model of the vector projection;
+        ``"default"`` is the shipped static model when numpy is installed;
+        None: no vectors (text search only)."""
         self._init(data_dir, log, shards, sync, None,
                    default_embedder() if embedder == "default" else embedder)
         self._ensure_link()
@@ -82,6 +85,25 @@ class Projections(ProjectionDir):
             self._catch_up_search(head, progress)
             self._catch_up_vectors(head, progress)
         return done
+
+    def refit_due(self, head: int | None = None) -> bool:
+        """Whether the search shard count no longer fits the store (when it is
+        fitted, not fixed). A search never refits (a read never waits for a
+        write): :meth:`replay` and :meth:`refit` (``memlog maintain``) rebuild
+        with the count that fits, and a store keeps its count until then."""
+        head = self.log.head().seq if head is None else head
+        return self.shards is None and self.wanted_shards(head) != self.shard_count
+
+    def refit(self, progress: Progress | None = None) -> bool:
+        """Replay into a directory with the shard count that fits the store,
+        unless another process did so meanwhile; whether it replayed. Readers
+        keep the directory they have until the link moves, as for any replay."""
+        with file_lock(self.data_dir / "proj.lock"):
+            self._check_current()  # another process may have refitted
+            if not self.refit_due():
+                return False
+            self._replay_locked(None, progress)
+            return True
 
     def _catch_up_views(self, head: int, progress: Progress | None) -> int:
         assert self.views is not None
@@ -242,10 +264,12 @@ class Projections(ProjectionDir):
         """
         if reader is not None:
             assert self.search_index is not None
-            return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder)
+            return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder,
+                        self.payloads)
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
-            return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder)
+            return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder,
+                        self.payloads)
 
     # -- physical purge -----------------------------------------------------
 
@@ -265,6 +289,7 @@ class Projections(ProjectionDir):
         """
         assert self.views is not None and self.search_index is not None
         forget_texts()  # no deleted text stays in this process's term-count cache
+        self.payloads.clear()  # nor in its payload cache
         started = time.perf_counter()
         rewritten: list[str] = []
         if views:
@@ -345,12 +370,13 @@ class Projections(ProjectionDir):
         target = f"proj-{secrets.token_hex(4)}"
         root = self.data_dir / target
         root.mkdir(mode=0o700)
-        mark_layout(root, self._layout_mark)
         fresh = Projections.__new__(Projections)
         fresh._init(self.data_dir, self.log, self.shards, self.sync, target, self.embedder)
+        fresh.shard_count = self.wanted_shards(head)
+        mark_layout(root, fresh._layout_mark)
         try:
             fresh.views = ViewStore(root / "views", sync=False, events_at=self.log.events_at)
-            fresh.search_index = SearchIndex(root / "search", self.shards)
+            fresh.search_index = SearchIndex(root / "search", fresh.shard_count)
             if self.embedder is not None:
                 fresh.vectors = VectorIndex(root / "vectors", self.embedder)
             fresh._catch_up_views(head, progress)

@@ -29,6 +29,18 @@ words, six kinds, 200 sessions) and measures, in one run:
     matching row (hundreds of ms at 1M entries), so FTS5 runs on an evenly
     spaced subset of ``--fts5-queries`` of the same queries (default 200).
 
+(d) search on a small store (``SMALL_ENTRIES``, 1,000 entries; tools/bench_small_store.py):
+    memlog's whole search path (``Projections.search``, text mode, limit 10:
+    the catch-up check, the snapshot, the candidates and their ranking) as
+    ``small_store_search_p50_ms``, its Tantivy part (``run_search``) and raw
+    Tantivy on the same documents, query by query.
+
+The projection's shard count is fitted to the store as memlog does (one per
+65,536 events, a power of two, at most 16; ``--shards N`` fixes it). Raw
+Tantivy queries ask for no hit count (``count=False``), as memlog's do: a
+count stops Tantivy's block-max WAND pruning. The raw anchors live in
+tools/raw_tantivy.py.
+
 Throughput figures are the best of ``--repeats`` runs in fresh directories
 (after ``os.sync()``); latencies are percentiles over all queries after a short
 warm-up. Every replay is checked afterwards (counters of the views, documents
@@ -49,7 +61,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import os
 import platform
 import shutil
@@ -64,19 +75,19 @@ from typing import Any
 import lmdb
 import tantivy
 
-from eventstore import EntryRecorded, EventLog
+from eventstore import EventLog
 from projections import (
     Projections,
     SearchQuery,
     ViewStore,
     build_schema,
-    entry_document,
     run_search,
-    searchable_text,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
 from benchkit import align, dir_bytes, load_corpus, log, percentile, profile_text, run_main, verdict
+from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
 
 REPLAY_TARGET_EPS = 600_000.0
 _SCHEMA = build_schema()
@@ -89,56 +100,6 @@ LIMIT = 10
 SEED = 7
 PROFILE_EVENTS = 200_000
 PROFILE_LINES = 22
-
-
-# -- raw anchors -------------------------------------------------------------------
-
-@dataclass(slots=True)
-class RawCorpus:
-    """Documents and texts of every entry, built from the log off the clock."""
-
-    docs: list[Any] = field(default_factory=list)
-    rows: list[tuple[int, str]] = field(default_factory=list)  # (seq, searchable text)
-    build_s: float = 0.0
-
-
-def build_raw_corpus(elog: EventLog) -> RawCorpus:
-    """Read the log once and build the raw Tantivy documents and FTS5 rows."""
-    out = RawCorpus()
-    started = time.perf_counter()
-    for rec in elog.read():
-        event = rec.event
-        if isinstance(event, EntryRecorded):
-            text = searchable_text(event)
-            # Raw Tantivy gets ready-made documents: building them is off the clock.
-            fields = json.loads(entry_document(event, rec.seq, rec.seq))
-            out.docs.append(tantivy.Document.from_dict(fields, _SCHEMA))
-            out.rows.append((rec.seq, text))
-    out.build_s = time.perf_counter() - started
-    return out
-
-
-def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> float:
-    """Index ``docs`` with one writer (default heap and threads), commit; seconds."""
-    path.mkdir(mode=0o700)
-    started = time.perf_counter()
-    index = tantivy.Index(schema, path=str(path))
-    writer = index.writer()
-    for doc in docs:
-        writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
-    return time.perf_counter() - started
-
-
-def fts5_build(path: Path, rows: Sequence[tuple[int, str]]) -> tuple[sqlite3.Connection, float]:
-    """An FTS5 table of the same texts, one transaction; (connection, seconds)."""
-    conn = sqlite3.connect(str(path))
-    started = time.perf_counter()
-    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(content)")
-    with conn:
-        conn.executemany("INSERT INTO docs(rowid, content) VALUES (?, ?)", rows)
-    return conn, time.perf_counter() - started
 
 
 # -- memlog side -------------------------------------------------------------------
@@ -235,7 +196,7 @@ def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, sha
         data = base / f"rebuild-{rep}"
         data.mkdir(mode=0o700)
         os.sync()
-        proj = Projections(data, elog, shards=shards, sync=True)
+        proj = Projections(data, elog, shards=shards or None, sync=True)
         started = time.perf_counter()
         proj.replay()
         pair.ours.append(time.perf_counter() - started)
@@ -253,10 +214,6 @@ def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, sha
             f"raw Tantivy {entries / pair.raw[-1]:,.0f} docs/s")
     assert proj is not None
     return pair, proj, raw_dir
-
-
-def _or_words(query: str) -> list[str]:
-    return query.split()
 
 
 @dataclass(slots=True)
@@ -283,11 +240,12 @@ def measure_search(proj: Projections, raw_dir: Path, schema: Any, conn: sqlite3.
     out = Latencies()
 
     def one(query: str, record: bool, fts5: bool) -> None:
-        words = _or_words(query)
+        words = or_words(query)
         started = time.perf_counter()
         hits = run_search(index, SearchQuery(text=query, limit=LIMIT), None)
         mid = time.perf_counter()
-        raw_hits = searcher.search(raw_index.parse_query(" OR ".join(words), ["content"]), LIMIT).hits
+        raw_hits = searcher.search(raw_index.parse_query(" OR ".join(words), ["content"]), LIMIT,
+                                   count=False).hits
         mid2 = time.perf_counter()
         if fts5:
             match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -340,7 +298,7 @@ def profile_search(proj: Projections, queries: Sequence[str]) -> None:
 # -- report ------------------------------------------------------------------------
 
 def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: float,
-            write_s: float, args: argparse.Namespace, head: int) -> dict[str, Any]:
+            write_s: float, args: argparse.Namespace, head: int, small: Small, shards: int) -> dict[str, Any]:
     """All figures as one flat dict (the --json object)."""
     v_ours, v_raw = views.rates()
     r_ours, r_raw = rebuild.rates()
@@ -350,7 +308,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
     f50, f99 = percentile(lat.fts5, 50) * ms, percentile(lat.fts5, 99) * ms
     entries = len(raw.rows)
     out: dict[str, Any] = {
-        "events": head, "entries": entries, "shards": args.shards, "queries": len(lat.memlog),
+        "events": head, "entries": entries, "shards": shards, "queries": len(lat.memlog),
+        "shards_rule": "fixed" if args.shards else "fitted (1 per 65,536 events, power of two, <= 16)",
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
         "replay_views_ratio": round(v_ours / v_raw, 3),
@@ -365,6 +324,11 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "raw_tantivy_p50_ms": round(raw50, 4), "raw_tantivy_p99_ms": round(raw99, 4),
         "fts5_p50_ms": round(f50, 4), "fts5_p99_ms": round(f99, 4),
         "search_p50_ratio": round(p50 / raw50, 3), "fts5_speedup_p50": round(f50 / p50, 2),
+        "small_store_entries": SMALL_ENTRIES, "small_store_shards": small.shards,
+        "small_store_search_p50_ms": round(percentile(small.full, 50) * ms, 4),
+        "small_store_search_p99_ms": round(percentile(small.full, 99) * ms, 4),
+        "small_store_run_search_p50_ms": round(percentile(small.run, 50) * ms, 4),
+        "small_store_raw_tantivy_p50_ms": round(percentile(small.raw, 50) * ms, 4),
         "empty_results": {"memlog": lat.memlog_empty, "raw_tantivy": lat.raw_empty,
                           "fts5": lat.fts5_empty},
         "fts5_build_rows_per_s": round(entries / fts5_s),
@@ -373,6 +337,7 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
                          "rebuild": rebuild.ours, "raw_tantivy": rebuild.raw},
         "tantivy": tantivy.__version__ if hasattr(tantivy, "__version__") else "?",
         "raw_tantivy_writer": "one writer, default heap (128 MB) and threads",
+        "raw_tantivy_query": "parse_query of the words OR-joined on content, limit 10, count=False",
         "sqlite": sqlite3.sqlite_version,
         "lmdb": f"py-lmdb {lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))})",
         "python": platform.python_version(), "cpus": os.cpu_count(),
@@ -383,6 +348,7 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "search_p50": p50 <= SEARCH_P50_TARGET_RATIO * raw50,
         "search_p99": p99 < SEARCH_P99_BUDGET_MS,
         "search_vs_fts5": f50 >= FTS5_TARGET_SPEEDUP * p50,
+        "small_store_search": percentile(small.full, 50) * ms <= SMALL_TARGET_MS,
     }
     return out
 
@@ -406,6 +372,11 @@ def table(r: dict[str, Any]) -> str:
         ("search p50 vs SQLite FTS5", f"{r['search_p50_ms']:>12.3f} ms",
          f"{r['fts5_p50_ms']:>12.3f} ms", f"{1 / r['fts5_speedup_p50']:.3f}x",
          ">= 10x faster than FTS5", verdict(ok["search_vs_fts5"])),
+        (f"small store search p50 ({r['small_store_entries']:,})",
+         f"{r['small_store_search_p50_ms']:>12.3f} ms",
+         f"{r['small_store_raw_tantivy_p50_ms']:>12.3f} ms",
+         f"{r['small_store_search_p50_ms'] / r['small_store_raw_tantivy_p50_ms']:.1f}x",
+         "<= 1 ms", verdict(ok["small_store_search"])),
     ]
     head = ("measure", "memlog", "anchor", "ratio", "target", "result")
     lines = [
@@ -429,10 +400,15 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "same log via log.read(); raw Tantivy: one writer indexing the same documents (list built",
         f"off the clock in {r['raw_doc_build_s']:.2f} s; with that build included it would be "
         f"{r['raw_tantivy_incl_doc_build_docs_per_s']:,} docs/s);",
-        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10.",
+        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10 (Tantivy: no",
+        "hit count, which would stop its block-max WAND pruning).",
         f"raw Tantivy p99 {r['raw_tantivy_p99_ms']:.3f} ms, FTS5 p99 {r['fts5_p99_ms']:.3f} ms; "
         f"FTS5 build {r['fts5_build_rows_per_s']:,} rows/s; corpus write "
         f"{r['corpus_write_eps']:,} ev/s.",
+        f"small store ({r['small_store_entries']:,} entries, {r['small_store_shards']} shard(s)): "
+        f"whole search path (Projections.search, text mode) p50 {r['small_store_search_p50_ms']:.3f} ms, "
+        f"p99 {r['small_store_search_p99_ms']:.3f} ms; its Tantivy part (run_search) "
+        f"{r['small_store_run_search_p50_ms']:.3f} ms.",
         f"queries without hits: memlog {r['empty_results']['memlog']}, raw Tantivy "
         f"{r['empty_results']['raw_tantivy']}, FTS5 {r['empty_results']['fts5']}.",
     ]
@@ -457,7 +433,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=200_000, help="corpus entries in the log")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--queries", type=int, default=1000, help="search queries (>= 1000 advised)")
-    parser.add_argument("--shards", type=int, default=16, help="search shards of the projection")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="a fixed search shard count (default 0: fitted to the store, as memlog does)")
     parser.add_argument("--fts5-queries", type=int, default=200,
                         help="how many of the queries also run on FTS5 (evenly spaced)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per throughput; best is kept")
@@ -470,8 +447,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.events, args.repeats, args.queries, args.fts5_queries) < 1:
         parser.error("--events, --repeats, --queries and --fts5-queries must be >= 1")
-    if not 1 <= args.shards <= 64:
-        parser.error("--shards must be 1..64")
+    if not 0 <= args.shards <= 64:
+        parser.error("--shards must be 0 (fitted) or 1..64")
     return args
 
 
@@ -504,9 +481,16 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             if args.profile:
                 profile_views(base, elog, head)
                 profile_search(proj, queries)
+            assert proj.search_index is not None
+            shards = len(proj.search_index.shards)
         finally:
             proj.close()
-    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head)
+    log(f"(d) small store: {SMALL_ENTRIES:,} entries, {len(queries):,} queries")
+    small = measure_small(base, queries, args.profile)
+    if small.profile is not None:
+        title = f"Projections.search x {len(queries):,} on {SMALL_ENTRIES:,} entries"
+        log(profile_text(small.profile, title))
+    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head, small, shards)
 
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:

@@ -16,7 +16,7 @@ from .retention_count import retention_count_step
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
-__all__ = ["COMPACTION_STEP", "RESOURCE_STEP", "default_steps"]
+__all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "default_steps"]
 
 
 def _compaction_due(store: Store, now: int) -> list[Due]:
@@ -65,8 +65,26 @@ def _tidy(store: Store, due: Due, context: StepContext) -> int:
 RESOURCE_STEP = Step("resources", _resource_due, _tidy)
 
 
+def _refit_due(store: Store, now: int) -> list[Due]:
+    proj = store.proj
+    head = store.log.head().seq
+    if not proj.refit_due(head):
+        return []
+    return [Due("search_refit", "search", f"{proj.shard_count} search shard(s); a {head}-event log "
+                f"fits {proj.wanted_shards(head)}", items=head)]
+
+
+def _refit(store: Store, due: Due, context: StepContext) -> int:
+    store.proj.refit()
+    return 0  # a replay of the projections writes no event
+
+
+REFIT_STEP = Step("search_refit", _refit_due, _refit)
+
+
 def default_steps() -> list[Step]:
-    """The steps ``memlog maintain`` runs, in order."""
+    """The steps ``memlog maintain`` runs, in order (the search refit last: it
+    replays what the steps before wrote)."""
     return [extraction_step, COMPACTION_STEP, RESOURCE_STEP,
-            retention_count_step, ephemeral_step, archive_step]
+            retention_count_step, ephemeral_step, archive_step, REFIT_STEP]
 

@@ -37,7 +37,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     redaction_patterns: tuple[str, ...] = tuple(PATTERNS)
     custom_redactions: dict[str, str] = {}
     record_access: bool = True
-    search_shards: int = 16
+    search_shards: int | None = None  # None: fitted to the store (1 to 16, by log size); N: fixed
     context_budget_tokens: int = 2000
     max_context_messages: int = 20
     max_user_memories: int = 50
@@ -125,7 +125,7 @@ def check_settings(settings: Settings) -> None:
     linear-time engine does not accept (before anything is opened)."""
     if not 1 <= settings.max_content_bytes <= 64 << 20:
         raise InvalidInputError("max_content_bytes must be between 1 and 64 MiB")
-    if not 1 <= settings.search_shards <= 64:
+    if settings.search_shards is not None and not 1 <= settings.search_shards <= 64:
         raise InvalidInputError("search_shards must be between 1 and 64")
     if settings.context_budget_tokens < 50:
         raise InvalidInputError("context_budget_tokens must be at least 50")

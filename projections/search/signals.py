@@ -74,6 +74,6 @@ def by_session(candidates: Sequence[Any], sessions: Sequence[str | None], share:
     if best_session <= 0 or best_text <= 0:
         return list(candidates)
     unit = share * best_text / best_session
-    return [c._replace(text=c.text + unit * strength.get(sid, 0.0))
-            if c.text >= 0 and sid is not None else c
+    return [c._replace(text=c.text + unit * strength[sid])
+            if c.text >= 0 and sid is not None and strength.get(sid) else c
             for c, sid in zip(candidates, sessions, strict=True)]

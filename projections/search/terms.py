@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import Stemmer
 
-__all__ = ["STEM", "STOP_WORDS", "TOKENIZER", "content_terms", "stem_all", "terms", "words"]
+__all__ = ["STEM", "STOP_WORDS", "TOKENIZER", "content_terms", "count_words", "stem_all", "terms", "words"]
 
 STEM = True  # measured: see docs/search.md
 TOKENIZER = "en_stem" if STEM else "default"
@@ -29,6 +29,7 @@ _STOP = (
     "can about from")
 STOP_WORDS: frozenset[str] = frozenset(_STOP.split())
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # runs of letters and digits; the underscore splits
+_OVER_40 = 40
 _stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
 
 
@@ -38,6 +39,15 @@ def words(text: str) -> list[str]:
     if max(map(len, found), default=0) <= 10:  # 10 characters are at most 40 bytes
         return found
     return [w for w in found if len(w.encode()) <= 40]
+
+
+def count_words(text: str) -> int:
+    """``len(words(text))`` without building the filtered list: in ASCII text a
+    word's bytes are its characters, so the long ones are counted in C."""
+    if not text.isascii():
+        return len(words(text))
+    found = _WORD.findall(text)
+    return len(found) - sum(map(_OVER_40.__lt__, map(len, found)))
 
 
 def terms(text: str) -> list[str]:

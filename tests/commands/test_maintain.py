@@ -19,6 +19,7 @@ from commands.app.store import Store
 from commands.app.summarise import ExtractiveSummariser
 from commands.app.upkeep import Due, Step, StepContext
 from eventstore import SessionNotFoundError, now_micros
+from projections.search import index as search_index
 
 from .conftest import Run, head_of
 
@@ -133,7 +134,7 @@ def test_a_read_only_store_refuses_a_run_but_not_a_dry_run(store: Path, run: Run
 
 def test_the_default_steps_run_in_the_documented_order() -> None:
     assert [s.name for s in default_steps()] == [
-        "extraction", "compaction", "resources", "retention_count", "ephemeral", "archive"]
+        "extraction", "compaction", "resources", "retention_count", "ephemeral", "archive", "search_refit"]
 
 
 @pytest.mark.parametrize("flag", [("--json",), ()])
@@ -263,3 +264,20 @@ def test_ephemeral_sessions_past_the_count_go_in_one_purge(tmp_path: Path) -> No
         mem.replay()
         assert (mem.proj.views.dump() if mem.proj.views else None) == live
     assert not scan_dir(root, [f"quokka{n}".encode() for n in range(3)])
+
+
+def test_search_refit_is_due_when_the_store_outgrows_its_shards(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search never refits; maintain does, and then nothing is due."""
+    monkeypatch.setattr(search_index, "SHARD_EVENTS", 8)
+    with MemoryLog.open(tmp_path / "s", record_access=False) as mem:
+        sid = mem.start_session()
+        ids = [mem.add_message(sid, role="user", content=f"entry tok{i}x") for i in range(20)]
+        assert mem.search("tok5x")[0].id == ids[5]
+        dry = mem.maintain(dry_run=True)
+        assert [d.step for s in dry.steps for d in s.due] == ["search_refit"]
+        assert mem.proj.search_index is not None and len(mem.proj.search_index.shards) == 1
+        mem.maintain()
+        assert mem.proj.search_index is not None and len(mem.proj.search_index.shards) == 4
+        assert mem.maintain(dry_run=True).due == 0
+        assert mem.search("tok5x")[0].id == ids[5]

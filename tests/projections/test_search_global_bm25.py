@@ -20,8 +20,9 @@ WORDS = ["cache", "redis", "queue", "worker", "deploy", "pipeline", "postgres", 
 
 
 def _store(path: Path) -> tuple[MemoryLog, list[str]]:
-    # text ranking: the scores under test; identical lessons on purpose, so no dedup (issue 18)
-    mem = MemoryLog.open(path, embedder=None, lesson_dedup_threshold=0)
+    # text ranking: the scores under test; identical lessons on purpose, so no dedup (issue 18);
+    # 16 shards (a store this small gets one by default)
+    mem = MemoryLog.open(path, embedder=None, lesson_dedup_threshold=0, search_shards=16)
     rng = random.Random(5)
     sid = mem.start_session()
     when = "2026-01-10T09:00:00Z"

@@ -1,0 +1,47 @@
+"""What the per-search savings of issue 19 must not change: an entries search
+drops memory documents after the search (and asks a shard again when they
+crowd out the entries), and the payload cache of current searches never
+serves a text that a redaction or a deletion took away, in this process or
+in another store on the same directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commands import MemoryLog
+from commands.app.search import find, make_query
+
+
+def _contents(mem: MemoryLog, text: str, as_of: int | None = None, **kw: object) -> list[str]:
+    return [r.content for r in find(mem.store, make_query(text, mode="text", **kw), as_of=as_of)]  # type: ignore[arg-type]
+
+
+def test_entries_are_found_behind_many_better_scored_memories(tmp_path: Path) -> None:
+    with MemoryLog.open(tmp_path / "s", record_access=False) as mem:
+        for i in range(60):  # short memory documents: each outscores the long entries
+            mem.remember("alice", f"k{i}", "zebra")
+        sid = mem.start_session(user_id="alice")
+        long = " ".join(["filler words of a long message"] * 8)
+        entries = [mem.add_message(sid, role="user", content=f"zebra {i} {long}") for i in range(3)]
+        found = [r.id for r in find(mem.store, make_query("zebra", mode="text", limit=10))]
+        assert sorted(found) == sorted(entries)
+        assert len(_contents(mem, "zebra", source="memories", limit=100)) == 60
+        assert len(_contents(mem, "zebra", source="both", limit=100)) == 63
+
+
+def test_the_payload_cache_never_serves_a_redacted_or_deleted_text(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
+        sid = mem.start_session()
+        secret = mem.add_message(sid, role="user", content="mail zorblax about the quokka")
+        gone = mem.add_message(sid, role="user", content="the quokka password is hunter2")
+        before = mem.log.head().seq
+        for store in (mem, other):  # both stores cache the payloads
+            assert len(_contents(store, "quokka")) == 2
+        mem.redact(secret, regex="zorblax", reason="test", requested_by="t")
+        mem.delete(ids=[gone], reason="test", requested_by="t")
+        for store in (mem, other):
+            found = _contents(store, "quokka")
+            assert len(found) == 1 and "zorblax" not in found[0]
+            past = _contents(store, "quokka", as_of=before)
+            assert all("zorblax" not in c and "hunter2" not in c for c in past)

@@ -1,0 +1,81 @@
+"""Search on a small store, for tools/bench_projections.py: memlog's whole
+search path next to its Tantivy part and raw Tantivy on the same documents."""
+
+from __future__ import annotations
+
+import cProfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tantivy
+from benchkit import load_corpus
+from raw_tantivy import SCHEMA, build_raw_corpus, or_words, raw_tantivy_build
+
+from eventstore import EventLog
+from projections import Projections, SearchQuery, run_search
+
+__all__ = ["SMALL_ENTRIES", "SMALL_TARGET_MS", "Small", "measure_small"]
+
+WARMUP_QUERIES = 50
+LIMIT = 10
+SEED = 7
+SMALL_ENTRIES = 1_000
+SMALL_TARGET_MS = 1.0
+_NOW = 4_000_000_000_000_000  # microseconds, after every corpus time
+
+
+@dataclass(slots=True)
+class Small:
+    """Search latencies on a small store (``SMALL_ENTRIES`` entries)."""
+
+    shards: int = 0
+    full: list[float] = field(default_factory=list)      # Projections.search, text mode
+    run: list[float] = field(default_factory=list)       # run_search (Tantivy candidates)
+    raw: list[float] = field(default_factory=list)       # raw Tantivy, the same words OR-joined
+    profile: cProfile.Profile | None = None
+
+
+def measure_small(base: Path, queries: Sequence[str], profile: bool) -> Small:
+    """(d) a store of ``SMALL_ENTRIES`` entries: memlog's whole search path
+    (``Projections.search``: catch-up check, snapshot, candidates, ranking; text
+    mode, limit 10), its Tantivy part (``run_search``) and raw Tantivy on the
+    same documents (one index), query by query."""
+    corpus = load_corpus()
+    out = Small()
+    with EventLog.open(base / "small-log") as elog:
+        corpus.write_corpus(elog, SMALL_ENTRIES, SEED)
+        raw = build_raw_corpus(elog)
+        raw_tantivy_build(base / "small-raw", SCHEMA, raw.docs)
+        raw_index = tantivy.Index(SCHEMA, path=str(base / "small-raw"))
+        raw_index.reload()
+        searcher = raw_index.searcher()
+        (base / "small").mkdir(mode=0o700)
+        proj = Projections(base / "small", elog, embedder=None)
+        try:
+            proj.replay()
+            assert proj.search_index is not None
+            out.shards = len(proj.search_index.shards)
+            for n, query in enumerate([*queries[:WARMUP_QUERIES], *queries]):
+                t0 = time.perf_counter()
+                proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
+                t1 = time.perf_counter()
+                run_search(proj.search_index, SearchQuery(text=query, limit=LIMIT), None)
+                t2 = time.perf_counter()
+                searcher.search(raw_index.parse_query(" OR ".join(or_words(query)), ["content"]), LIMIT,
+                                count=False)
+                t3 = time.perf_counter()
+                if n >= WARMUP_QUERIES:
+                    out.full.append(t1 - t0)
+                    out.run.append(t2 - t1)
+                    out.raw.append(t3 - t2)
+            if profile:
+                out.profile = cProfile.Profile()
+                out.profile.enable()
+                for query in queries:
+                    proj.search(SearchQuery(text=query, limit=LIMIT, mode="text"), now=_NOW)
+                out.profile.disable()
+        finally:
+            proj.close()
+    return out
