@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commands.app.scan import purge_scope, scan_needles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commands.app.scan import Matcher, purge_scope, scan_needles
 
 
 def test_scope_leaves_out_only_untouched_segments_and_shards(tmp_path: Path) -> None:
@@ -24,3 +27,36 @@ def test_scope_leaves_out_only_untouched_segments_and_shards(tmp_path: Path) -> 
     found, _, _ = scan_needles(tmp_path, [b"needle-" * 8], scope)
     assert sorted(found) == sorted(set(files) - {"log/seg-000000/data.mdb",
                                                  "proj-0/search/shard-00.ab12/x.term"})
+
+
+def _naive(data: bytes, needles: list[bytes]) -> tuple[int, set[bytes]]:
+    """Every occurrence of every needle, one substring search at a time."""
+    hits, which = 0, set()
+    for needle in set(needles):
+        at = data.find(needle)
+        while at >= 0:
+            hits, at = hits + 1, data.find(needle, at + 1)
+            which.add(needle)
+    return hits, which
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=700), min_size=1, max_size=12), st.data())
+def test_the_sampling_matcher_finds_what_a_substring_search_finds(needles: list[bytes],
+                                                                    data: st.DataObject) -> None:
+    """Exact at every tier, at any offset, overlapping and repeated (small
+    alphabets make grams repeat inside a needle and across needles)."""
+    pieces = data.draw(st.lists(st.one_of(st.sampled_from(needles), st.binary(max_size=40),
+                                          st.sampled_from([b"a" * 30, b"ab" * 300])), max_size=30))
+    blob = b"".join(pieces)
+    which: set[bytes] = set()
+    assert Matcher(needles).hits(blob, which) == _naive(blob, needles)[0]
+    assert which == _naive(blob, needles)[1]
+
+
+def test_the_matcher_reads_a_mapped_file_as_bytes(tmp_path: Path) -> None:
+    long = bytes(range(256)) * 4
+    (tmp_path / "big").write_bytes(b"x" * (2 << 20) + long + b"y" * 99 + b"short!" + long[:100])
+    found, scanned, which = scan_needles(tmp_path, [long, b"short!", long[:100], b"absent" * 20])
+    # long[:100] lies at each of long's 4 periods and once more at the end
+    assert found == {"big": 7} and scanned > 2 << 20 and which == {long, b"short!", long[:100]}
