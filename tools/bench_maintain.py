@@ -90,6 +90,7 @@ def build(path: Path, sessions: int, entries: int, rng: random.Random) -> list[s
                     sids.append(sid)
             progress(f"  built {len(sids)}/{sessions} sessions")
         mem.stats()  # bring the views up to the head
+        mem.proj.refit()  # the shard count a maintained store of this size has
     return sids
 
 
