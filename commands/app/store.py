@@ -55,15 +55,16 @@ class Store:
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default",
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, log: str | None = None) -> None:
         self.read_only = read_only
-        if not create or read_only:
+        if (not create or read_only) and log is None:  # a shared log (nats://) is on its server
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.log = EventLog.open(data_dir / "log", LogSettings(
+        # ``log``: a shared log (``nats://...``, issue 20); projections stay in ``data_dir``.
+        self.log = EventLog.open(data_dir / "log" if log is None else log, LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync,
             read_only=read_only))
         try:

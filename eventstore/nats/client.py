@@ -78,11 +78,12 @@ class NatsClient:
 
     async def _connect(self) -> Client:
         try:
-            return await nats.connect(
+            # Bounded: with reconnects on, nats-py would keep trying the first connect too.
+            return await asyncio.wait_for(nats.connect(
                 servers=list(self.location.servers), connect_timeout=min(self.timeout, 5.0),
                 max_reconnect_attempts=-1, reconnect_time_wait=0.25, allow_reconnect=True,
                 error_cb=_quiet, disconnected_cb=_quiet, reconnected_cb=_quiet, closed_cb=_quiet,
-            )
+            ), timeout=self.timeout)
         except Exception as exc:  # nats-py raises a bare Exception or OSError on no servers
             raise NatsUnavailableError(f"cannot connect to {', '.join(self.location.servers)}: "
                                        f"{type(exc).__name__}") from None

@@ -30,7 +30,7 @@ __all__ = ["RAFT_BOUND_SECONDS", "delete_payloads", "erase_seqs", "purge"]
 
 RAFT_BOUND_SECONDS = 120.0
 ORPHAN_AGE = 300.0
-_NOT_FOUND = 10037  # no message found
+_NOT_FOUND = (10037, 10057)  # no message found (already deleted)
 _PIPELINE = 128
 
 
@@ -43,7 +43,7 @@ def delete_payloads(store: Store, stream_seqs: Iterable[int]) -> int:
             await store.client.api(f"$JS.API.STREAM.MSG.DELETE.{store.name}",
                                    {"seq": seq, "no_erase": False})
         except NatsApiError as exc:
-            if exc.err_code == _NOT_FOUND:
+            if exc.err_code in _NOT_FOUND:
                 return 0
             raise
         return 1

@@ -126,7 +126,8 @@ class Store:
 
     def payloads(self, stream_seqs: Iterable[int]) -> dict[int, bytes]:
         """The payload messages at ``stream_seqs`` that exist (erased ones do not)."""
-        wanted = sorted(set(stream_seqs))
+        want = set(stream_seqs)
+        wanted = sorted(want)
         out: dict[int, bytes] = {}
         i = 0
         while i < len(wanted):
@@ -137,7 +138,9 @@ class Store:
             if not msgs:
                 break
             for msg in msgs:
-                out[int(msg.headers["Nats-Sequence"])] = msg.data  # type: ignore[index]
+                seq = int(msg.headers["Nats-Sequence"])  # type: ignore[index]
+                if seq in want:
+                    out[seq] = msg.data
             last = int(msgs[-1].headers["Nats-Sequence"])  # type: ignore[index]
             while i < len(wanted) and wanted[i] <= last:
                 i += 1
