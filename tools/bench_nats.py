@@ -44,6 +44,7 @@ import asyncio
 import cProfile
 import json
 import shutil
+import signal
 import sys
 import time
 import uuid
@@ -384,6 +385,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
     args = parse_args(argv)
+    # The servers run in their own sessions: a SIGTERM must unwind through the
+    # ``with Cluster`` blocks so that they are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.events < BATCH or args.single < 1:
         raise SystemExit("--events must be at least the batch size and --single at least 1")
     return run_main(args, run, table, "bench-nats-", emit)
