@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import Awaitable, Coroutine
@@ -21,21 +22,38 @@ from typing import Any, TypeVar
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.errors import ConnectionClosedError, NoRespondersError
+from nats.errors import (
+    ConnectionClosedError,
+    ConnectionReconnectingError,
+    MaxPayloadError,
+    NoRespondersError,
+    OutboundBufferLimitError,
+    StaleConnectionError,
+)
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 
-from ..errors import StorageError, UnsafeStoreError
+from ..errors import SizeLimitError, StorageError, UnsafeStoreError
 from .url import NatsLocation
 
-__all__ = ["MIN_VERSION", "NatsApiError", "NatsClient", "NatsUnavailableError", "NatsUnsupportedError"]
+__all__ = ["MIN_VERSION", "NatsApiError", "NatsClient", "NatsUnavailableError", "NatsUnsupportedError",
+           "clear_error", "is_transient"]
 
 T = TypeVar("T")
 
 # Atomic batch publish (one append = one batch) came in 2.12; 2.11 is the
 # floor DESIGN section 2 set for the per-subject guarantees under replication.
 MIN_VERSION = (2, 12)
-_RETRY_CODES = {503}
-_TRANSIENT = (NoRespondersError, NatsTimeout, asyncio.TimeoutError, ConnectionClosedError)
+# Answers that mean "retry": any 503 (temporarily unavailable, no responders, expected last
+# sequence not ready, insufficient resources while a peer is down) but "not supported in
+# clustered mode", 409 "duplicate message id is in process", 429 "too many inflight",
+# and 500 "JetStream cluster can not handle request" (a leader election).
+_RETRY_STATUS = {503, 409, 429}
+ATTEMPT_TIMEOUT = 3.0
+_RETRY_ERR_CODES = {10008, 10009, 10158, 10163, 10210, 10211}
+_NEVER_RETRY = {10036}
+_TRANSIENT = (NoRespondersError, NatsTimeout, asyncio.TimeoutError, ConnectionClosedError,
+              ConnectionReconnectingError, StaleConnectionError, OutboundBufferLimitError)
 
 
 class NatsUnavailableError(StorageError):
@@ -47,12 +65,41 @@ class NatsUnsupportedError(UnsafeStoreError):
 
 
 class NatsApiError(StorageError):
-    """A JetStream API error that is not a retry (``err_code`` is JetStream's)."""
+    """A JetStream API error that is not a retry (code ``E_STORAGE_IO``;
+    ``status`` and ``err_code`` are JetStream's, ``description`` its text)."""
 
-    def __init__(self, message: str, *, status: int = 0, err_code: int = 0) -> None:
+    def __init__(self, message: str, *, status: int = 0, err_code: int = 0, description: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.err_code = err_code
+        self.description = description
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when ``exc`` means "retry": no responders, a timeout, a connection
+    being re-established, or a JetStream answer of :data:`_RETRY_STATUS` /
+    :data:`_RETRY_ERR_CODES` (never one of :data:`_NEVER_RETRY`)."""
+    if isinstance(exc, _TRANSIENT):
+        return True
+    if isinstance(exc, NatsApiError):
+        if exc.err_code in _NEVER_RETRY:
+            return False
+        return exc.err_code in _RETRY_ERR_CODES or exc.status in _RETRY_STATUS
+    return False
+
+
+def clear_error(exc: BaseException) -> BaseException:
+    """The memlog error for a failure that is not a retry: a MemlogError
+    subclass with a stable code (never the message's content)."""
+    if isinstance(exc, NatsApiError):
+        if exc.err_code in _NEVER_RETRY:
+            return NatsUnsupportedError(f"the NATS server refused a request the log needs: {exc.message}")
+        return exc
+    if isinstance(exc, MaxPayloadError):
+        return SizeLimitError("a message of the log is larger than the NATS server's max_payload")
+    if isinstance(exc, NatsError):
+        return NatsApiError(f"the NATS client failed: {type(exc).__name__}")
+    return exc
 
 
 async def _quiet(*_: Any) -> None:
@@ -65,6 +112,9 @@ class NatsClient:
     def __init__(self, location: NatsLocation) -> None:
         self.location = location
         self.timeout = location.timeout
+        # One request waits at most this long, then is retried (every request here is
+        # idempotent): a reply lost with a dying stream leader costs seconds, not the timeout.
+        self.attempt_timeout = min(self.timeout, ATTEMPT_TIMEOUT)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="memlog-nats", daemon=True)
         self._thread.start()
@@ -120,12 +170,13 @@ class NatsClient:
         while True:
             try:
                 return await attempt()
-            except _TRANSIENT as exc:
+            except Exception as exc:  # classified: a retry, or a clear memlog error
+                if not is_transient(exc):
+                    error = clear_error(exc)
+                    if error is exc:
+                        raise
+                    raise error from None
                 failure: BaseException = exc
-            except NatsApiError as exc:
-                if exc.status not in _RETRY_CODES:
-                    raise
-                failure = exc
             if time.monotonic() + delay > deadline:
                 raise NatsUnavailableError(f"{what}: the NATS servers did not answer in time "
                                            f"({type(failure).__name__})") from None
@@ -137,7 +188,7 @@ class NatsClient:
         data = b"" if body is None else json.dumps(body).encode()
 
         async def once() -> dict[str, Any]:
-            msg = await self.nc.request(subject, data, timeout=self.timeout)
+            msg = await self.nc.request(subject, data, timeout=self.attempt_timeout)
             return api_reply(msg)
 
         result: dict[str, Any] = await self.retry(once, subject.split(".", 3)[2].lower())
@@ -146,7 +197,7 @@ class NatsClient:
     async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> dict[str, Any]:
         """A JetStream publish with a ``Nats-Msg-Id`` (so a retry is deduplicated)."""
         async def once() -> dict[str, Any]:
-            msg = await self.nc.request(subject, data, timeout=self.timeout, headers=headers)
+            msg = await self.nc.request(subject, data, timeout=self.attempt_timeout, headers=headers)
             return api_reply(msg)
 
         result: dict[str, Any] = await self.retry(once, "publish")
@@ -162,7 +213,7 @@ class NatsClient:
                 await self.nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(),
                                       reply=inbox)
                 while True:
-                    msg = await sub.next_msg(timeout=self.timeout)
+                    msg = await sub.next_msg(timeout=self.attempt_timeout)
                     status = (msg.headers or {}).get("Status")
                     if status is None:
                         out.append(msg)
@@ -197,19 +248,19 @@ def api_reply(msg: Msg) -> dict[str, Any]:
         raise NatsApiError("JetStream answered something that is not JSON") from None
     error = body.get("error")
     if error:
-        raise NatsApiError(f"JetStream error {error.get('err_code', 0)}: {error.get('description', '')}",
-                           status=int(error.get("code", 0)), err_code=int(error.get("err_code", 0)))
+        description = str(error.get("description", ""))
+        raise NatsApiError(f"JetStream error {error.get('err_code', 0)}: {description}",
+                           status=int(error.get("code", 0)), err_code=int(error.get("err_code", 0)),
+                           description=description)
     return body
 
 
 def check_version(version: str) -> None:
     """Refuse a server older than :data:`MIN_VERSION`."""
-    try:
-        found = tuple(int(p) for p in version.split("-")[0].split(".")[:2])
-    except ValueError:
-        found = (0, 0)
+    match = re.match(r"v?(\d+)\.(\d+)", version.strip())
+    found = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
     if found < MIN_VERSION:
         raise NatsUnsupportedError(
             f"NATS server {version} is too old for the memlog log: it needs {MIN_VERSION[0]}."
-            f"{MIN_VERSION[1]} or newer (atomic batch publish; servers before 2.11 let several "
-            "writers win an expected sequence under replication)")
+            f"{MIN_VERSION[1]} or newer (2.12 brought the atomic batch publish every append uses; "
+            "servers before 2.11 also let several writers win one expected sequence under replication)")

@@ -11,8 +11,14 @@ payloads no chunk names (orphans of appends that never committed), then waits
 until every replica of the stream is current, which means it has applied the
 deletes, or raises :class:`PurgeUnverifiedError` naming the replicas that are
 not. What it cannot reach: each replica's Raft log keeps the delete's
-proposal and the original append's entry until the Raft log is compacted
-(measured here: about two minutes); :data:`RAFT_BOUND_SECONDS` states it.
+proposal and the original append's entry until the Raft log is compacted.
+nats-server (2.12 to 2.15) snapshots a stream and compacts its Raft log on a
+timer of 2 minutes plus a random 0 to 60 s per stream and server start (or
+sooner, once 8 MiB or 65536 entries wait; a failed snapshot is retried after
+15 s; a graceful shutdown snapshots too). None of it is configurable, so the
+bound is :data:`RAFT_BOUND_SECONDS`: 180 s plus one retry, rounded up (measured
+here: 176 s in the worst case seen). On a server outside a cluster a stream
+has no Raft log, and the report states a bound of 0 s.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from .store import Store
 
 __all__ = ["RAFT_BOUND_SECONDS", "delete_payloads", "erase_seqs", "purge"]
 
-RAFT_BOUND_SECONDS = 120.0
+RAFT_BOUND_SECONDS = 200.0
 ORPHAN_AGE = 300.0
-_NOT_FOUND = (10037, 10057)  # no message found (already deleted)
+_NOT_FOUND = (10037, 10043, 10057)  # no message found / sequence not found: already deleted
 _PIPELINE = 128
 
 
@@ -59,11 +65,13 @@ def delete_payloads(store: Store, stream_seqs: Iterable[int]) -> int:
 
 def erase_seqs(store: Store, seqs: Iterable[int]) -> int:
     """Delete the payload messages of erased event ``seqs`` (their tombstone is committed)."""
-    wanted = sorted(set(seqs))
+    wanted = sorted(set(seqs) - store.erased_done)
     if not wanted:
         return 0
     records = store.chunk_records(wanted)
-    return delete_payloads(store, (r.payload_seq for r in records))
+    done = delete_payloads(store, (r.payload_seq for r in records))
+    store.erased_done.update(wanted)  # this client saw them gone: the next purge skips them
+    return done
 
 
 def purge(store: Store, timeout: float) -> PurgeReport:
@@ -81,9 +89,14 @@ def purge(store: Store, timeout: float) -> PurgeReport:
     replicas = _replica_names(store)
     return PurgeReport(
         files_rewritten=(*(f"nats:{store.name}@{name}" for name in replicas),
-                         f"raft-log-bound:{int(RAFT_BOUND_SECONDS)}s"),
+                         f"raft-log-bound:{int(raft_bound(store))}s"),
         bytes_before=0, bytes_after=0, bytes_wiped=erased + orphans,
         generation=0, seconds=time.monotonic() - started)
+
+
+def raft_bound(store: Store) -> float:
+    """Seconds until no Raft log holds an erased payload: 0 outside a cluster."""
+    return RAFT_BOUND_SECONDS if store.client.server_info.get("cluster") else 0.0
 
 
 def _orphans(store: Store) -> list[int]:

@@ -36,6 +36,7 @@ class Store:
         self.lock = threading.RLock()
         self.index = Index()
         self._chunks: dict[int, Chunk] = {}
+        self.erased_done: set[int] = set()  # erased event seqs whose payload this client deleted
         try:
             self.replicas = self.client.run(self._ensure_stream(location.replicas))
         except BaseException:

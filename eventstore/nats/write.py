@@ -3,8 +3,12 @@
 1. Catch the index up and check every request against it: a retry by event id
    returns the original result, a stale expected version raises, before any
    byte is published.
-2. Publish the payloads (pipelined, ``Nats-Msg-Id: p.<event id>``). They are
-   orphans until a chunk names them; a failed append erases its own.
+2. Publish the payloads (pipelined, ``Nats-Msg-Id: p.<event id>.<attempt>``:
+   a request retried after a timeout is stored once; a new attempt stores a
+   new copy, never pointing at a copy an earlier attempt may have erased).
+   They are orphans until a chunk names them. A failed append erases its own
+   only when its commit certainly did not land; otherwise the purge's orphan
+   sweep (which checks that no chunk names them) does.
 3. Publish the chunks and the stream markers as one atomic batch. The first
    chunk expects the last chunk the index has seen
    (``Nats-Expected-Last-Subject-Sequence`` on ``<name>.h``): a compare-and-set
@@ -12,14 +16,18 @@
    host agrees on. Each marker expects its stream's last marker, so JetStream
    itself enforces the per-stream expected version.
 4. When another writer won (wrong last sequence), a duplicate message id, or an
-   unknown outcome (a timeout): catch up, look again (our ids may have landed)
-   and rebuild the batch on the new head, with backoff.
+   unknown outcome (a timeout): catch up (at least to the last chunk the server
+   named), look again (our ids may have landed) and rebuild the batch on the
+   new head, after a short random pause (no exponential backoff: a loser that
+   sleeps long loses again, and starves).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,16 +39,23 @@ from ..chain import SALT_SIZE, new_salts
 from ..codec import encode_header_fields
 from ..envelope import AppendResult
 from ..errors import ConcurrencyError, DuplicateEventError, InvalidEventError, InvalidInputError
-from .client import NatsApiError, NatsUnavailableError, api_reply
+from .client import NatsApiError, NatsUnavailableError, api_reply, clear_error, is_transient
 from .records import CHUNK_BYTES, CHUNK_EVENTS, Chunk, Index, Record, encode_chunk, header_of
 from .store import Store
 
 __all__ = ["append"]
 
-_WRONG_LAST = 10071
-_DUPLICATE_IN_BATCH = 10201
+# Answers that say the batch did not commit and should be built again on the new head:
+# wrong last sequence (another writer won), a duplicate message id (ours landed
+# earlier), an incomplete batch (a message of it was lost on the way).
+_REBUILD = {10071, 10164, 10201, 10175, 10176}
 _MAX_BATCH = 1000
 _PIPELINE = 256
+# An append gives up this long after its payloads were published, well within the
+# purge's orphan age (erase.ORPHAN_AGE = 300 s), so the sweep never takes a payload
+# that a commit still in flight will name.
+COMMIT_DEADLINE = 120.0
+_LAST = re.compile(r"wrong last sequence: (\d+)")
 
 
 class _Plan:
@@ -52,6 +67,8 @@ class _Plan:
         self.stored: list[list[int]] = [[] for _ in batch]  # payload stream seqs
         self.fresh: list[int] = []  # payload messages this append created (not deduplicated)
         self.payloads: dict[int, bytes] = {}  # stream seq -> salt || payload
+        self.nonce = uuid.uuid4().hex[:12]  # this attempt's payload message ids
+        self.uncertain = False  # a commit may have landed: never erase ``fresh`` then
 
 
 def append(store: Store, batch: Sequence[PreparedAppend], clock: Any) -> list[AppendResult]:
@@ -65,7 +82,8 @@ def append(store: Store, batch: Sequence[PreparedAppend], clock: Any) -> list[Ap
             _store_payloads(store, plan)
             return _commit(store, plan, clock)
         except BaseException:
-            _erase_fresh(store, plan)
+            if not plan.uncertain:
+                _erase_fresh(store, plan)
             raise
 
 
@@ -123,7 +141,7 @@ def _store_payloads(store: Store, plan: _Plan) -> None:
         acks: list[dict[str, Any]] = []
         for start in range(0, len(jobs), _PIPELINE):
             acks += await asyncio.gather(*(
-                store.client.publish(store.p_subject, data, {"Nats-Msg-Id": f"p.{eid}"})
+                store.client.publish(store.p_subject, data, {"Nats-Msg-Id": f"p.{eid}.{plan.nonce}"})
                 for _, data, eid in jobs[start:start + _PIPELINE]))
         return acks
 
@@ -138,33 +156,48 @@ def _store_payloads(store: Store, plan: _Plan) -> None:
 
 def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
     """Publish the chunks and markers until they land (or a check fails)."""
-    delay, deadline = 0.005, time.monotonic() + max(30.0, store.client.timeout)
+    attempt, deadline = 0, time.monotonic() + min(max(30.0, store.client.timeout), COMMIT_DEADLINE)
     while True:
-        index = store.index
-        messages, results = _build(store, index, plan, clock)
+        messages, results = _build(store, store.index, plan, clock)
+        seen = 0  # the last chunk the server says it has (wrong last sequence)
         try:
             store.client.run(_publish_batch(store, messages))
         except NatsApiError as exc:
-            if exc.err_code not in (_WRONG_LAST, _DUPLICATE_IN_BATCH):
+            if exc.err_code not in _REBUILD:
                 raise
+            found = _LAST.search(exc.description)
+            seen = int(found.group(1)) if found else 0
         except NatsUnavailableError:
+            plan.uncertain = True  # the outcome is unknown: it may have landed
             if time.monotonic() > deadline:
                 raise
         else:
+            plan.uncertain = True
+            plan.fresh.clear()  # committed: these payloads are named now
             store.catch_up()
             for i, result in results.items():
                 plan.results[i] = result
-            plan.fresh.clear()
             return [r for r in plan.results if r is not None]
-        _check(store.catch_up(), plan, landed=True)
+        _check(_catch_up_to(store, seen), plan, landed=True)
         if all(r is not None for r in plan.results):  # our batch landed after all
             plan.fresh.clear()
             return [r for r in plan.results if r is not None]
         if time.monotonic() > deadline:
             raise ConcurrencyError("the log kept moving: the append lost the race to other writers "
                                    "until its deadline", stream=plan.batch[0].stream)
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        attempt += 1
+        time.sleep(random.uniform(0, min(0.02, 0.001 * attempt)))
+
+
+def _catch_up_to(store: Store, last_chunk: int) -> Index:
+    """Catch up until the index holds the chunk at stream seq ``last_chunk``
+    (a replica that answers direct gets may lag the leader by a moment)."""
+    index = store.catch_up()
+    deadline = time.monotonic() + 2.0
+    while index.last_chunk < last_chunk and time.monotonic() < deadline:
+        time.sleep(0.002)
+        index = store.catch_up()
+    return index
 
 
 def _build(store: Store, index: Index, plan: _Plan,
@@ -230,17 +263,17 @@ async def _publish_batch(store: Store, messages: list[tuple[str, bytes, dict[str
     """Publish ``messages`` as one atomic batch; the last one commits it."""
     batch_id = uuid.uuid4().hex
     nc = store.client.nc
-    for n, (subject, data, headers) in enumerate(messages[:-1], 1):
-        await nc.publish(subject, data, headers={**headers, "Nats-Batch-Id": batch_id,
-                                                 "Nats-Batch-Sequence": str(n)})
     subject, data, headers = messages[-1]
     final = {**headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(len(messages)),
              "Nats-Batch-Commit": "1"}
     try:
-        return api_reply(await nc.request(subject, data, timeout=store.client.timeout, headers=final))
-    except NatsApiError:
-        raise
-    except Exception as exc:  # the outcome is unknown: the caller looks at the log again
+        for n, (subj, body, head) in enumerate(messages[:-1], 1):
+            await nc.publish(subj, body, headers={**head, "Nats-Batch-Id": batch_id,
+                                                  "Nats-Batch-Sequence": str(n)})
+        return api_reply(await nc.request(subject, data, timeout=store.client.attempt_timeout, headers=final))
+    except Exception as exc:  # a "retry" answer, or none: the caller looks at the log again
+        if isinstance(exc, NatsApiError) and not is_transient(exc):
+            raise clear_error(exc) from None
         raise NatsUnavailableError(f"the commit of an append got no answer ({type(exc).__name__})") from None
 
 

@@ -71,3 +71,49 @@ def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A 3-node JetStream cluster on loopback, for the module's tests. A test that
     kills a node must restart it (``cluster.restart(i)``) before it ends."""
     yield from _start(tmp_path_factory, 3)
+
+
+# -- a writer process (the failure tests run four) ----------------------------
+
+
+def writer_main(url: str, name: str, out: str, stop: str, seconds: float) -> int:
+    """Append one event at a time to ``s:<name>`` until ``stop`` exists (or
+    ``seconds`` pass). After each acknowledged append, write ``A <event id>
+    <seq> <monotonic time>`` to ``out`` and fsync it; a failed attempt writes
+    ``E <error code>`` and is retried with the same event id (idempotent). The
+    last line is ``R <reconnects>``: nats-py reconnected on its own."""
+    import os
+    import time
+
+    from eventstore import EntryRecorded, EventLog, MemlogError
+
+    deadline = time.monotonic() + seconds
+    log = EventLog.open(url)
+    n = 0
+    with open(out, "a", encoding="utf-8") as f:
+        def note(line: str) -> None:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+        while not os.path.exists(stop) and time.monotonic() < deadline:
+            eid = f"{name}-{n}"
+            event = EntryRecorded(entry_id=eid, kind="message", content=f"writer {name} entry {n}",
+                                  occurred_at=1_700_000_000_000_000 + n, session_id=name)
+            try:
+                result = log.append(f"s:{name}", [event], actor=name, event_ids=[eid])
+            except MemlogError as exc:
+                note(f"E {exc.code}")
+                time.sleep(0.05)
+                continue
+            note(f"A {eid} {result.first_seq} {time.monotonic():.3f}")
+            n += 1
+        note(f"R {log.backend.store.client.nc.stats['reconnects']}")  # type: ignore[attr-defined]
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":  # python tests/eventstore/nats_fixtures.py writer URL NAME OUT STOP SECONDS
+    if len(sys.argv) == 7 and sys.argv[1] == "writer":
+        sys.exit(writer_main(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], float(sys.argv[6])))
+    sys.exit("usage: nats_fixtures.py writer URL NAME OUT STOP SECONDS")

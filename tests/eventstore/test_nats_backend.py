@@ -5,14 +5,32 @@ client, erasure on the server, and a MemoryLog whose log is shared.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from nats.errors import (
+    AuthorizationError,
+    ConnectionReconnectingError,
+    MaxPayloadError,
+    NoRespondersError,
+    StaleConnectionError,
+)
+from nats.errors import TimeoutError as NatsTimeout
 
-from eventstore import ConcurrencyError, EntriesDeleted, EventLog, InvalidInputError
+from eventstore import (
+    ConcurrencyError,
+    EntriesDeleted,
+    EventLog,
+    InvalidInputError,
+    MemlogError,
+    SizeLimitError,
+)
 from eventstore.nats import NatsUnavailableError, NatsUnsupportedError, parse_location
-from eventstore.nats.client import check_version
+from eventstore.nats.client import NatsApiError, NatsClient, api_reply, check_version, is_transient
 
 from .contract import entry
 from .nats_fixtures import Cluster, nats_node, stream_url  # noqa: F401
@@ -30,12 +48,89 @@ def test_location_parsing() -> None:
 
 
 def test_old_servers_are_refused() -> None:
-    """A server before 2.12 is refused with the version it has and the one needed."""
-    for old in ("2.9.25", "2.10.0", "2.11.9"):
-        with pytest.raises(NatsUnsupportedError, match=old):
+    """The INFO version is parsed; a server before 2.12 is refused (E_UNSAFE_STORE)
+    with the version it has, the one needed, and why."""
+    for old in ("2.9.25", "2.10.0", "2.11.9", "v2.11.0-beta.2", "garbage", ""):
+        with pytest.raises(NatsUnsupportedError, match=r"needs 2\.12 or newer") as info:
             check_version(old)
-    check_version("2.12.0")
-    check_version("2.15.1")
+        assert old in str(info.value) and "atomic batch" in str(info.value)
+        assert info.value.code == "E_UNSAFE_STORE"
+    for new in ("2.12.0", "v2.12.1", "2.15.1", "2.16.0-RC.1", "3.0.0"):
+        check_version(new)
+
+
+@pytest.mark.parametrize("exc", [
+    NoRespondersError(), NatsTimeout(), ConnectionReconnectingError(), StaleConnectionError(),
+    NatsApiError("temporarily unavailable", status=503, err_code=10008),
+    NatsApiError("duplicate message id is in process", status=409, err_code=10158),
+    NatsApiError("atomic publish too many inflight", status=429, err_code=10210),
+    NatsApiError("cluster can not handle request", status=500, err_code=10009),
+    NatsApiError("expected last sequence per subject temporarily unavailable", status=503, err_code=10163),
+])
+def test_retry_answers_are_retried(exc: Exception) -> None:
+    """Answers that mean "retry" are retried until they stop (here: the third call succeeds)."""
+    assert is_transient(exc)
+    calls = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise exc
+        return "done"
+
+    assert asyncio.run(_client(5.0).retry(attempt, "test")) == "done" and len(calls) == 3
+
+
+def test_a_retry_answer_that_never_stops_becomes_unavailable() -> None:
+    """Past the location's timeout: NatsUnavailableError, code E_STORAGE_IO."""
+    async def attempt() -> str:
+        raise NatsApiError("temporarily unavailable", status=503, err_code=10008)
+
+    with pytest.raises(NatsUnavailableError) as info:
+        asyncio.run(_client(0.3).retry(attempt, "publish"))
+    assert info.value.code == "E_STORAGE_IO" and "did not answer in time" in str(info.value)
+
+
+@pytest.mark.parametrize(("exc", "kind", "code"), [
+    (NatsApiError("wrong last sequence: 4", status=400, err_code=10071), NatsApiError, "E_STORAGE_IO"),
+    (NatsApiError("not currently supported in clustered mode", status=503, err_code=10036),
+     NatsUnsupportedError, "E_UNSAFE_STORE"),
+    (NatsApiError("atomic publish is disabled", status=400, err_code=10174), NatsApiError, "E_STORAGE_IO"),
+    (MaxPayloadError(), SizeLimitError, "E_SIZE_LIMIT"),
+    (AuthorizationError(), NatsApiError, "E_STORAGE_IO"),
+])
+def test_other_answers_are_clear_errors_at_once(exc: Exception, kind: type[MemlogError], code: str) -> None:
+    """Any other failure is raised after one call, as a MemlogError subclass with a stable code."""
+    assert not is_transient(exc)
+    calls = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        raise exc
+
+    with pytest.raises(kind) as info:
+        asyncio.run(_client(5.0).retry(attempt, "test"))
+    assert isinstance(info.value, MemlogError) and info.value.code == code and len(calls) == 1
+
+
+def test_jetstream_error_replies_are_parsed() -> None:
+    """A JSON error reply names JetStream's code and text; a bare 503 is "no responders"."""
+    error = {"code": 409, "err_code": 10158, "description": "duplicate message id is in process"}
+    reply = SimpleNamespace(headers=None, data=json.dumps({"error": error}).encode())
+    with pytest.raises(NatsApiError) as info:
+        api_reply(reply)  # type: ignore[arg-type]
+    assert (info.value.status, info.value.err_code) == (409, 10158) and is_transient(info.value)
+    with pytest.raises(NoRespondersError):
+        api_reply(SimpleNamespace(headers={"Status": "503"}, data=b""))  # type: ignore[arg-type]
+    assert api_reply(SimpleNamespace(headers=None, data=b'{"seq": 3}')) == {"seq": 3}  # type: ignore[arg-type]
+
+
+def _client(timeout: float) -> NatsClient:
+    """A client's retry logic, without a connection."""
+    client = NatsClient.__new__(NatsClient)
+    client.timeout = timeout
+    client.attempt_timeout = timeout
+    return client
 
 
 def test_no_server_is_a_clear_error() -> None:
