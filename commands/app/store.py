@@ -14,7 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from eventstore import EntryRecorded, EventLog, LogSettings, ReadOnlyError, StoreNotFoundError
+from eventstore import EntryRecorded, EventLog, LogSettings, ReadOnlyError, StoreNotFoundError, UsageError
+from eventstore.factory import is_remote
 from eventstore.storage import check_private_dir
 from projections import Embedder, Projections, ViewReader
 
@@ -57,6 +58,8 @@ class Store:
                  embedder: Embedder | Literal["default"] | None = "default",
                  read_only: bool = False, log: str | None = None) -> None:
         self.read_only = read_only
+        if log is not None and not is_remote(log):  # e.g. MEMLOG_LOG_URL=json must not make a ./json log
+            raise UsageError("log= (--log, MEMLOG_LOG_URL) takes a nats://host:port/<stream> location")
         if (not create or read_only) and log is None:  # a shared log (nats://) is on its server
             require_store(data_dir)
         self.data_dir = data_dir

@@ -33,7 +33,9 @@ from eventstore import (
     MemlogError,
     SizeLimitError,
     StorageError,
+    UsageError,
 )
+from eventstore.factory import is_remote
 
 from ..app import PATTERNS, load_settings
 from ..app.reports import escape_controls
@@ -68,6 +70,8 @@ class Context:
     @property
     def log_dir(self) -> Path | str:
         """Where the event log lives: inside the data directory, or ``--log``."""
+        if self.log is not None and not is_remote(self.log):
+            raise UsageError("--log (MEMLOG_LOG_URL) takes a nats://host:port/<stream> location")
         return self.data_dir / "log" if self.log is None else self.log
 
     @contextlib.contextmanager

@@ -41,7 +41,7 @@ __all__ = ["cli", "main"]
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 @click.option("--read-only", is_flag=True, envvar="MEMLOG_READ_ONLY",
               help="Open the store read-only: every write fails with E_READ_ONLY and writes nothing.")
-@click.option("--log", "log", envvar="MEMLOG_LOG", default=None, metavar="URL",
+@click.option("--log", "log", envvar="MEMLOG_LOG_URL", default=None, metavar="URL",
               help="A shared event log, nats://host:port[,host:port]/<stream> (projections stay in --dir).")
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool, read_only: bool,

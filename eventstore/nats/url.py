@@ -35,8 +35,8 @@ class NatsLocation(msgspec.Struct, frozen=True):
 def parse_location(location: str) -> NatsLocation:
     """Parse ``location``; :class:`InvalidInputError` names what is wrong."""
     parts = urlsplit(location)
-    if parts.scheme not in ("nats", "tls"):
-        raise InvalidInputError(f"not a nats:// location: scheme {parts.scheme!r}")
+    if parts.scheme != "nats":
+        raise InvalidInputError(f"not a nats:// location: scheme {parts.scheme!r} (tls:// is not supported)")
     hosts = [h.strip() for h in parts.netloc.split(",") if h.strip()]
     if not hosts or not all(_HOST.match(h) for h in hosts):
         raise InvalidInputError("a nats:// location needs host:port[,host:port...]")

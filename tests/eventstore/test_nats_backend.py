@@ -217,3 +217,25 @@ def test_memory_log_on_a_shared_log(nats_node: Cluster, tmp_path: Path) -> None:
         assert [h.session_id for h in hits] == [sid]
         assert b.verify().ok
     assert not (tmp_path / "a" / "log").exists()
+
+
+def test_log_takes_only_a_nats_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """log= / --log / MEMLOG_LOG_URL name a server, never a directory; MEMLOG_LOG
+    stays the JSON-logs switch; tls:// is refused by name."""
+    from click.testing import CliRunner
+
+    from commands import MemoryLog
+    from commands.cli import cli
+    from eventstore import UsageError
+
+    with pytest.raises(UsageError):
+        MemoryLog.open(tmp_path / "a", log="json", embedder=None)
+    with pytest.raises(InvalidInputError, match="tls"):
+        parse_location("tls://127.0.0.1:4222/x")
+    monkeypatch.chdir(tmp_path)
+    args = ["--json", "session", "start", "--user", "u1"]
+    result = CliRunner().invoke(cli, ["--dir", str(tmp_path / "b"), *args], env={"MEMLOG_LOG": "json"})
+    assert result.exit_code == 0 and not (tmp_path / "json").exists()
+    result = CliRunner().invoke(cli, ["--dir", str(tmp_path / "c"), *args], env={"MEMLOG_LOG_URL": "json"})
+    assert result.exit_code != 0 and "E_USAGE" in result.output + result.stderr
+    assert not (tmp_path / "json").exists()
