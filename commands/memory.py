@@ -45,6 +45,7 @@ from .app import (
     scope,
     search,
     sessions,
+    shared_purge,
     summaries,
     summaries_erasure,
 )
@@ -87,6 +88,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
             # read-only store leaves that to the next writer).
             self.recovered: list[DeletionReport] = (
                 [] if read_only else purging.finish_interrupted(self.store))
+            shared_purge.purge_shared(self.store)  # a shared log: deletions other hosts made
         except BaseException:
             self.store.close()
             raise
@@ -378,7 +380,9 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         return forgetting.retention(self.store, as_of, days, defer)
 
     def purge(self) -> DeletionReport | None:
-        """Run every deferred purge now; None when nothing is pending."""
+        """Run every deferred purge now; None when nothing is pending. On a shared
+        log, first purge this host's projections of deletions other hosts made."""
+        shared_purge.purge_shared(self.store)
         return forgetting.purge(self.store)
 
     def deletions(self) -> list[DeletionRecord]:

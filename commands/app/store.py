@@ -64,6 +64,7 @@ class Store:
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
+        self.shared = log is not None  # the log is on servers other hosts share (issue 20)
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # ``log``: a shared log (``nats://...``, issue 20); projections stay in ``data_dir``.

@@ -28,6 +28,7 @@ import pytest
 from eventstore import EventLog
 from eventstore.nats import RAFT_BOUND_SECONDS
 
+from ..conftest import scan_dir
 from .nats_fixtures import Cluster, nats_cluster, stream_url  # noqa: F401
 
 pytestmark = [pytest.mark.nats_cluster, pytest.mark.slow]
@@ -200,10 +201,11 @@ def test_kill_9_the_leader_under_four_writer_processes(nats_cluster: Cluster,  #
 def _host_work(mem: Any, name: str, shared: dict[str, str], errors: list[BaseException]) -> None:
     try:
         sid = mem.start_session(user_id=f"user-{name}", agent_ids=[f"agent-{name}"])
-        ids = [mem.add_message(sid, role="user", content=f"host {name} says hello number {i}")
-               for i in range(12)]
+        texts = [f"host {name} says hello number {i}" for i in range(12)]
+        texts[0] += f" {shared['secret']}"
+        ids = [mem.add_message(sid, role="user", content=text) for text in texts]
         mem.add_task(sid, content=f"task from host {name}", tags=["team"])
-        mem.remember(f"user-{name}", "editor", f"host {name} prefers vim")
+        mem.remember(f"user-{name}", "editor", f"host {name} prefers vim {shared['secret']}")
         shared[name] = ids[0]
     except BaseException as exc:  # re-raised by the test thread
         errors.append(exc)
@@ -211,17 +213,24 @@ def _host_work(mem: Any, name: str, shared: dict[str, str], errors: list[BaseExc
 
 def _views(mem: Any) -> dict[str, Any]:
     """Every views database of ``mem``, caught up (as tests/commands' views_dump)."""
-    mem.proj.catch_up()
+    mem.proj.catch_up(search=True)
     dump: dict[str, Any] = mem.proj.views.dump()
     return dump
 
 
-def test_two_hosts_converge_to_equal_views(nats_cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
+def test_two_hosts_converge_and_both_purge(nats_cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
+    """Two hosts write at once and converge to equal views (a third, replaying
+    from nothing, too); a deletion made on host A leaves no byte of the content
+    in A's data dir, in B's (purged by B's ``purge``), in C's (purged when C
+    opens again) or in any node's message blocks."""
     from commands import MemoryLog
 
     url = stream_url(nats_cluster)
-    shared: dict[str, str] = {}
+    secret = "zq" + secrets.token_hex(12)
+    shared: dict[str, str] = {"secret": secret}
     errors: list[BaseException] = []
+    with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
+        pass  # host C exists before the writes, and is closed during the deletion
     with MemoryLog.open(tmp_path / "a", log=url, embedder=None) as a, \
             MemoryLog.open(tmp_path / "b", log=url, embedder=None) as b:
         threads = [threading.Thread(target=_host_work, args=(m, n, shared, errors))
@@ -231,16 +240,32 @@ def test_two_hosts_converge_to_equal_views(nats_cluster: Cluster, tmp_path: Path
         for t in threads:
             t.join()
         assert not errors, errors
-        b.delete(ids=[shared["a"]], reason="test", requested_by="dpo")
         dump_a, dump_b = _views(a), _views(b)
         assert sum(len(rows) for rows in dump_a.values()) > 50  # both hosts' writes are in it
         assert dump_a == dump_b
         assert [h.id for h in a.search("hello", limit=50, record_access=False)] == \
             [h.id for h in b.search("hello", limit=50, record_access=False)]
-        assert a.verify().ok
-    # a third host starting from nothing replays to the same views
-    with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
+        with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
+            assert _views(c) == dump_a  # C caught up: its projections hold the content now
+        needle = secret.encode()
+        held = [h for h in "abc" if scan_dir(tmp_path / h, [needle])]
+        assert held == ["a", "b", "c"]  # the scan sees the copies it must see gone
+        # the views hold memory values (the search index holds no text verbatim)
+        report = a.delete(ids=[shared["a"], shared["b"]], reason="gdpr", requested_by="dpo")
+        assert report.purged and report.verified
+        for user in ("user-a", "user-b"):
+            assert a.forget(user, "editor", requested_by="dpo").purged
+        assert scan_dir(tmp_path / "a", [needle]) == {}
+        b.purge()  # host B purges its own projections of A's deletion
+        assert scan_dir(tmp_path / "b", [needle]) == {}
+        assert _scan(nats_cluster.store_dirs, needle, raft=False) == []
+        dump_a, dump_b = _views(a), _views(b)
+        assert dump_a == dump_b and a.verify().ok
+    with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:  # C purges as it opens
+        assert scan_dir(tmp_path / "c", [needle]) == {}
         assert _views(c) == dump_a
+    with MemoryLog.open(tmp_path / "d", log=url, embedder=None) as d:  # D replays from nothing
+        assert _views(d) == dump_a and scan_dir(tmp_path / "d", [needle]) == {}
 
 
 # -- erasure reaches every node ------------------------------------------------
