@@ -14,6 +14,7 @@ server processes and real files:
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -187,6 +188,14 @@ def test_kill_9_the_leader_under_four_writer_processes(nats_cluster: Cluster,  #
     reconnects = [int(o.read_text().splitlines()[-1].split()[1]) for o in outs]
     assert reconnects[0] >= 1 and reconnects[1] >= 1  # on their own, the same client object
     found = _check_log(url, outs)
+    # the same through the CLI: memlog --log URL audit verify
+    from click.testing import CliRunner
+
+    from commands.cli import cli
+
+    args = ["--dir", str(tmp_path / "host"), "--log", url, "--json", "audit", "verify"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and json.loads(result.stdout)["ok"] is True
     # the restarted node catches up: a client that knows only it reads the same head
     with EventLog.open(_seed(nats_cluster, leader, stream)) as log:
         deadline = time.monotonic() + 30
