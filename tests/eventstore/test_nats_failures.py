@@ -227,6 +227,24 @@ def _views(mem: Any) -> dict[str, Any]:
     return dump
 
 
+def _write_at_once(a: Any, b: Any, shared: dict[str, str]) -> dict[str, Any]:
+    """Hosts A and B write at the same time; their views (and searches) agree."""
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=_host_work, args=(m, n, shared, errors))
+               for m, n in ((a, "a"), (b, "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    dump_a, dump_b = _views(a), _views(b)
+    assert sum(len(rows) for rows in dump_a.values()) > 50  # both hosts' writes are in it
+    assert dump_a == dump_b
+    assert [h.id for h in a.search("hello", limit=50, record_access=False)] == \
+        [h.id for h in b.search("hello", limit=50, record_access=False)]
+    return dump_a
+
+
 def test_two_hosts_converge_and_both_purge(nats_cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
     """Two hosts write at once and converge to equal views (a third, replaying
     from nothing, too); a deletion made on host A leaves no byte of the content
@@ -237,23 +255,11 @@ def test_two_hosts_converge_and_both_purge(nats_cluster: Cluster, tmp_path: Path
     url = stream_url(nats_cluster)
     secret = "zq" + secrets.token_hex(12)
     shared: dict[str, str] = {"secret": secret}
-    errors: list[BaseException] = []
     with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
         pass  # host C exists before the writes, and is closed during the deletion
     with MemoryLog.open(tmp_path / "a", log=url, embedder=None) as a, \
             MemoryLog.open(tmp_path / "b", log=url, embedder=None) as b:
-        threads = [threading.Thread(target=_host_work, args=(m, n, shared, errors))
-                   for m, n in ((a, "a"), (b, "b"))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors, errors
-        dump_a, dump_b = _views(a), _views(b)
-        assert sum(len(rows) for rows in dump_a.values()) > 50  # both hosts' writes are in it
-        assert dump_a == dump_b
-        assert [h.id for h in a.search("hello", limit=50, record_access=False)] == \
-            [h.id for h in b.search("hello", limit=50, record_access=False)]
+        dump_a = _write_at_once(a, b, shared)
         with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
             assert _views(c) == dump_a  # C caught up: its projections hold the content now
         needle = secret.encode()
