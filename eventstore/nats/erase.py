@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from ..backend import PurgeReport
@@ -80,7 +81,9 @@ def purge(store: Store, timeout: float) -> PurgeReport:
     with store.lock:
         index = store.catch_up()
         erased = erase_seqs(store, index.erased)
-        orphans = delete_payloads(store, _orphans(store))
+        candidates, swept = _orphans(store)
+        orphans = delete_payloads(store, candidates)
+        store.swept_to = swept
     lagging = _wait_for_replicas(store, started + timeout)
     if lagging:
         raise PurgeUnverifiedError(
@@ -99,17 +102,27 @@ def raft_bound(store: Store) -> float:
     return RAFT_BOUND_SECONDS if store.client.server_info.get("cluster") else 0.0
 
 
-def _orphans(store: Store) -> list[int]:
+def _orphans(store: Store) -> tuple[list[int], int]:
     """Payload messages that no chunk names and that are older than
     :data:`ORPHAN_AGE` (an append publishes its payloads before its chunks and
-    gives up well within that time)."""
+    gives up well within that time), past the last sweep of this client; and
+    the stream seq the sweep reached. Only chunks published after the oldest
+    candidate can name it, so only those are read."""
+    cutoff = time.time() - ORPHAN_AGE
+    old: list[int] = []
+    for seq, stamp in store.payload_stamps(store.swept_to + 1):
+        if stamp >= cutoff:
+            break
+        old.append(seq)
+    if not old:
+        return [], store.swept_to
+    index = store.index
+    positions = list(range(bisect_right(index.chunk_seqs, old[0]), len(index.chunk_seqs)))
     named: set[int] = set()
-    positions = list(range(len(store.index.chunk_seqs)))
     for start in range(0, len(positions), 256):
         for chunk in store.chunks(positions[start:start + 256]).values():
             named.update(r.payload_seq for r in chunk.records)
-    cutoff = time.time() - ORPHAN_AGE
-    return [seq for seq, stamp in store.payload_stamps() if seq not in named and stamp < cutoff]
+    return [seq for seq in old if seq not in named], old[-1]
 
 
 def _replica_status(store: Store) -> list[tuple[str, bool]]:

@@ -37,6 +37,7 @@ class Store:
         self.index = Index()
         self._chunks: dict[int, Chunk] = {}
         self.erased_done: set[int] = set()  # erased event seqs whose payload this client deleted
+        self.swept_to = 0  # stream seq up to which this client's purges swept orphan payloads
         try:
             self.replicas = self.client.run(self._ensure_stream(location.replicas))
         except BaseException:
@@ -147,10 +148,10 @@ class Store:
                 i += 1
         return out
 
-    def payload_stamps(self) -> list[tuple[int, float]]:
-        """Every stored payload message: (stream seq, publish time in seconds)."""
+    def payload_stamps(self, start: int = 1) -> list[tuple[int, float]]:
+        """Every stored payload message from stream seq ``start``: (stream seq,
+        publish time in seconds)."""
         out: list[tuple[int, float]] = []
-        start = 1
         while True:
             msgs = self.client.run(self.client.direct_batch(self.name, {
                 "seq": start, "next_by_subj": self.p_subject, "batch": 1024, "max_bytes": _MAX_BYTES}))

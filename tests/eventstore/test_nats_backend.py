@@ -239,3 +239,23 @@ def test_log_takes_only_a_nats_location(tmp_path: Path, monkeypatch: pytest.Monk
     result = CliRunner().invoke(cli, ["--dir", str(tmp_path / "c"), *args], env={"MEMLOG_LOG_URL": "json"})
     assert result.exit_code != 0 and "E_USAGE" in result.output + result.stderr
     assert not (tmp_path / "json").exists()
+
+
+def test_purge_sweeps_orphan_payloads_once(nats_node: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A payload no chunk names (an append that died between its payloads and its
+    commit) is erased by the purge once it is older than ORPHAN_AGE; named
+    payloads stay; the next purge starts where this one stopped."""
+    from eventstore.nats import erase
+
+    monkeypatch.setattr(erase, "ORPHAN_AGE", 0.0)
+    with EventLog.open(stream_url(nats_node)) as log:
+        log.append("s:a", [entry(1)], actor="t")
+        store = log.backend.store  # type: ignore[attr-defined]
+        ack = store.client.run(store.client.publish(store.p_subject, b"\0" * 40, {"Nats-Msg-Id": "p.dead"}))
+        log.append("s:a", [entry(2)], actor="t")
+        report = log.purge()
+        assert report.bytes_wiped == 1 and store.payloads([ack["seq"]]) == {}
+        assert [r.event is not None for r in log.read()] == [True, True] and log.verify().ok
+        swept = store.swept_to
+        assert swept >= ack["seq"]
+        assert log.purge().bytes_wiped == 0 and store.swept_to >= swept
