@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from eventstore import EventLog
+from eventstore import EntriesDeleted, EntryRecorded, EventLog, LogSettings, PurgeUnverifiedError
 from eventstore.nats import RAFT_BOUND_SECONDS
 
 from ..conftest import scan_dir
@@ -202,6 +202,38 @@ def test_kill_9_the_leader_under_four_writer_processes(nats_cluster: Cluster,  #
         while log.head().seq < found["head"] and time.monotonic() < deadline:
             time.sleep(0.2)
         assert log.head().seq == found["head"] and log.verify().ok
+
+
+# -- a purge with a node down names it -------------------------------------------
+
+
+def test_purge_names_a_replica_that_has_not_erased(nats_cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
+    """With a follower down, the purge waits, then raises PurgeUnverifiedError
+    naming it; once it is back and caught up, the purge passes and the node's
+    message blocks hold no byte of the content."""
+    url = stream_url(nats_cluster)
+    secret = ("zq" + secrets.token_hex(12)).encode()
+    with EventLog.open(url, LogSettings(purge_lock_timeout=2.0)) as log:
+        log.append("s:a", [EntryRecorded(entry_id="e1", kind="message", content=secret.decode(),
+                                         occurred_at=1_700_000_000_000_000, session_id="s1")], actor="t")
+        down = next(i for i in range(3) if i != _leader(log))
+        nats_cluster.kill(down)
+        log.erase([1], EntriesDeleted(request_id="r1", entry_ids=("e1",), erased_seqs=(1,)),
+                  stream="system", actor="dpo")
+        with pytest.raises(PurgeUnverifiedError, match=f"n{down}") as info:
+            log.purge()
+        assert info.value.code == "E_PURGE_UNVERIFIED" and secret.decode() not in str(info.value)
+        assert _scan([nats_cluster.store_dirs[down]], secret, raft=False)  # it still holds the payload
+        nats_cluster.restart(down)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                report = log.purge()
+                break
+            except PurgeUnverifiedError:
+                assert time.monotonic() < deadline, "the restarted node never caught up"
+        assert f"nats:{url.rsplit('/', 1)[1]}@n{down}" in report.files_rewritten
+        assert _scan(nats_cluster.store_dirs, secret, raft=False) == [] and log.verify().ok
 
 
 # -- two hosts converge --------------------------------------------------------
