@@ -11,6 +11,7 @@ location's timeout has passed; then :class:`NatsUnavailableError`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import re
@@ -138,9 +139,16 @@ class NatsClient:
             raise NatsUnavailableError(f"cannot connect to {', '.join(self.location.servers)}: "
                                        f"{type(exc).__name__}") from None
 
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coro`` on the client's loop; :meth:`wait` for it later."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the client's loop and wait for it."""
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return self.wait(self.submit(coro), timeout)
+
+    def wait(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+        """The result of a :meth:`submit` (NatsUnavailableError if it takes too long)."""
         try:
             return future.result(timeout=(timeout or self.timeout) * 4 + 5)
         except TimeoutError:
@@ -205,7 +213,13 @@ class NatsClient:
 
     async def direct_batch(self, stream: str, request: dict[str, Any]) -> list[Msg]:
         """A batched direct get (server >= 2.11): the messages up to the end marker."""
-        async def once() -> list[Msg]:
+        msgs, _ = await self.direct_page(stream, request)
+        return msgs
+
+    async def direct_page(self, stream: str, request: dict[str, Any]) -> tuple[list[Msg], int | None]:
+        """A batched direct get, and how many matching messages follow it (the
+        end marker's ``Nats-Num-Pending``; None when the server does not say)."""
+        async def once() -> tuple[list[Msg], int | None]:
             inbox = self.nc.new_inbox()
             sub = await self.nc.subscribe(inbox)
             out: list[Msg] = []
@@ -214,17 +228,19 @@ class NatsClient:
                                       reply=inbox)
                 while True:
                     msg = await sub.next_msg(timeout=self.attempt_timeout)
-                    status = (msg.headers or {}).get("Status")
+                    headers = msg.headers or {}
+                    status = headers.get("Status")
                     if status is None:
                         out.append(msg)
                     elif status in ("204", "404"):
-                        return out
+                        pending = headers.get("Nats-Num-Pending")
+                        return out, int(pending) if pending is not None and status == "204" else None
                     else:
                         raise NatsApiError(f"direct get failed with status {status}", status=int(status))
             finally:
                 await sub.unsubscribe()
 
-        result: list[Msg] = await self.retry(once, "direct get")
+        result: tuple[list[Msg], int | None] = await self.retry(once, "direct get")
         return result
 
     def call(self, aw: Awaitable[T]) -> T:

@@ -83,16 +83,19 @@ class Store:
         """Take in every chunk committed since the last look."""
         with self.lock:
             while True:
-                msgs = self.client.run(self.client.direct_batch(self.name, {
+                msgs, pending = self.client.run(self.client.direct_page(self.name, {
                     "seq": self.index.last_chunk + 1, "next_by_subj": self.h_subject,
                     "batch": _FETCH, "max_bytes": _MAX_BYTES}))
                 for msg in msgs:
                     stream_seq = int(msg.headers["Nats-Sequence"])  # type: ignore[index]
-                    chunk = decode_chunk(msg.data, stream_seq)
-                    self.index.add(stream_seq, chunk)
-                    self._remember(stream_seq, chunk)
-                if not msgs:
+                    self.add(stream_seq, decode_chunk(msg.data, stream_seq))
+                if not msgs or pending == 0:  # the end marker says nothing follows
                     return self.index
+
+    def add(self, stream_seq: int, chunk: Chunk) -> None:
+        """Take in a chunk known to be committed at ``stream_seq``."""
+        self.index.add(stream_seq, chunk)
+        self._remember(stream_seq, chunk)
 
     def _remember(self, stream_seq: int, chunk: Chunk) -> None:
         if len(self._chunks) >= _CACHE:

@@ -1,14 +1,17 @@
 """The append path of the NATS log.
 
-1. Catch the index up and check every request against it: a retry by event id
-   returns the original result, a stale expected version raises, before any
-   byte is published.
+1. A retry whose event ids the client's index already holds returns the
+   original result; nothing is published.
 2. Publish the payloads (pipelined, ``Nats-Msg-Id: p.<event id>.<attempt>``:
    a request retried after a timeout is stored once; a new attempt stores a
-   new copy, never pointing at a copy an earlier attempt may have erased).
-   They are orphans until a chunk names them. A failed append erases its own
-   only when its commit certainly did not land; otherwise the purge's orphan
-   sweep (which checks that no chunk names them) does.
+   new copy, never pointing at a copy an earlier attempt may have erased),
+   while the index catches up (the two overlap: one round trip less). Then
+   check every request against the caught-up index: a retry found now returns
+   the original result and its new copies are erased; a stale expected version
+   raises and the append's payloads are erased. Payloads are orphans until a
+   chunk names them. A failed append erases its own only when its commit
+   certainly did not land; otherwise the purge's orphan sweep (which checks
+   that no chunk names them) does.
 3. Publish the chunks and the stream markers as one atomic batch. The first
    chunk expects the last chunk the index has seen
    (``Nats-Expected-Last-Subject-Sequence`` on ``<name>.h``): a compare-and-set
@@ -40,7 +43,7 @@ from ..codec import encode_header_fields
 from ..envelope import AppendResult
 from ..errors import ConcurrencyError, DuplicateEventError, InvalidEventError, InvalidInputError
 from .client import NatsApiError, NatsUnavailableError, api_reply, clear_error, is_transient
-from .records import CHUNK_BYTES, CHUNK_EVENTS, Chunk, Index, Record, encode_chunk, header_of
+from .records import CHUNK_BYTES, CHUNK_EVENTS, Chunk, Index, Record, decode_chunk, encode_chunk, header_of
 from .store import Store
 
 __all__ = ["append"]
@@ -66,6 +69,7 @@ class _Plan:
         self.results: list[AppendResult | None] = [None] * len(batch)
         self.stored: list[list[int]] = [[] for _ in batch]  # payload stream seqs
         self.fresh: list[int] = []  # payload messages this append created (not deduplicated)
+        self.fresh_of: list[list[int]] = [[] for _ in batch]  # the same, per request
         self.payloads: dict[int, bytes] = {}  # stream seq -> salt || payload
         self.nonce = uuid.uuid4().hex[:12]  # this attempt's payload message ids
         self.uncertain = False  # a commit may have landed: never erase ``fresh`` then
@@ -75,11 +79,17 @@ def append(store: Store, batch: Sequence[PreparedAppend], clock: Any) -> list[Ap
     """Append every request of ``batch`` atomically (see the module docstring)."""
     with store.lock:
         plan = _Plan(batch)
-        _check(store.catch_up(), plan, landed=False)
+        for i, req in enumerate(batch):  # retries the index already knows: nothing to publish
+            if req.client_ids:
+                plan.results[i] = _previous(store.index, req, duplicate=True)
         if all(r is not None for r in plan.results):
             return [r for r in plan.results if r is not None]
         try:
-            _store_payloads(store, plan)
+            _store_payloads(store, plan)  # beside the catch-up: one round trip less
+            _check(store.index, plan, landed=False)
+            _drop_resolved(store, plan)
+            if all(r is not None for r in plan.results):
+                return [r for r in plan.results if r is not None]
             return _commit(store, plan, clock)
         except BaseException:
             if not plan.uncertain:
@@ -145,11 +155,25 @@ def _store_payloads(store: Store, plan: _Plan) -> None:
                 for _, data, eid in jobs[start:start + _PIPELINE]))
         return acks
 
-    acks = store.client.run(publish_all(), timeout=store.client.timeout * (1 + len(jobs) // 1000))
+    future = store.client.submit(publish_all())
+    failed: BaseException | None = None
+    try:
+        store.catch_up()  # meanwhile: the id check and the versions need the head
+    except BaseException as exc:  # raised once the payloads are noted (so a failure erases them)
+        failed = exc
+    acks = store.client.wait(future, timeout=store.client.timeout * (1 + len(jobs) // 1000))
+    _note(plan, jobs, acks)
+    if failed is not None:
+        raise failed
+
+
+def _note(plan: _Plan, jobs: list[tuple[int, bytes, str]], acks: list[dict[str, Any]]) -> None:
+    """Where each payload went, and which ones this append created."""
     for (i, _, _), ack in zip(jobs, acks, strict=True):
         plan.stored[i].append(int(ack["seq"]))
         if not ack.get("duplicate"):
             plan.fresh.append(int(ack["seq"]))
+            plan.fresh_of[i].append(int(ack["seq"]))
     for (_, data, _), ack in zip(jobs, acks, strict=True):
         plan.payloads[int(ack["seq"])] = data
 
@@ -161,7 +185,7 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
         messages, results = _build(store, store.index, plan, clock)
         seen = 0  # the last chunk the server says it has (wrong last sequence)
         try:
-            store.client.run(_publish_batch(store, messages))
+            ack = store.client.run(_publish_batch(store, messages))
         except NatsApiError as exc:
             if exc.err_code not in _REBUILD:
                 raise
@@ -174,7 +198,7 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
         else:
             plan.uncertain = True
             plan.fresh.clear()  # committed: these payloads are named now
-            store.catch_up()
+            _take_in(store, messages, ack)
             for i, result in results.items():
                 plan.results[i] = result
             return [r for r in plan.results if r is not None]
@@ -187,6 +211,25 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
                                    "until its deadline", stream=plan.batch[0].stream)
         attempt += 1
         time.sleep(random.uniform(0, min(0.02, 0.001 * attempt)))
+
+
+def _take_in(store: Store, messages: list[tuple[str, bytes, dict[str, str]]], ack: dict[str, Any]) -> None:
+    """Index the chunks just committed from the ack, without asking the server:
+    an atomic batch is stored as consecutive messages ending at ``ack.seq``, and
+    the compare-and-set on the first chunk says nothing came between the index's
+    last chunk and it. Anything unexpected: catch up instead."""
+    count, last = ack.get("count"), ack.get("seq")
+    first = int(last) - len(messages) + 1 if isinstance(last, int) else 0
+    if count != len(messages) or first <= store.index.last_chunk:
+        store.catch_up()
+        return
+    chunks = [(first + n, decode_chunk(data, first + n)) for n, (subject, data, _) in enumerate(messages)
+              if subject == store.h_subject]
+    if chunks[0][1].first != store.index.seq + 1:
+        store.catch_up()
+        return
+    for stream_seq, chunk in chunks:
+        store.add(stream_seq, chunk)
 
 
 def _catch_up_to(store: Store, last_chunk: int) -> Index:
@@ -277,11 +320,21 @@ async def _publish_batch(store: Store, messages: list[tuple[str, bytes, dict[str
         raise NatsUnavailableError(f"the commit of an append got no answer ({type(exc).__name__})") from None
 
 
-def _erase_fresh(store: Store, plan: _Plan) -> None:
+def _drop_resolved(store: Store, plan: _Plan) -> None:
+    """Erase the payloads published for requests the caught-up index showed
+    to be retries of committed appends (nothing of them is committed again)."""
+    drop = {seq for i, result in enumerate(plan.results) if result is not None for seq in plan.fresh_of[i]}
+    if drop:
+        plan.fresh = [seq for seq in plan.fresh if seq not in drop]
+        _erase_fresh(store, plan, sorted(drop))
+
+
+def _erase_fresh(store: Store, plan: _Plan, seqs: list[int] | None = None) -> None:
     """Erase the payload messages a failed append published (best effort)."""
-    if not plan.fresh:
+    seqs = plan.fresh if seqs is None else seqs
+    if not seqs:
         return
     from .erase import delete_payloads
 
     with contextlib.suppress(Exception):  # the purge erases orphans a failure leaves behind
-        delete_payloads(store, plan.fresh)
+        delete_payloads(store, seqs)

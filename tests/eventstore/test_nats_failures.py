@@ -217,6 +217,10 @@ def test_purge_names_a_replica_that_has_not_erased(nats_cluster: Cluster, tmp_pa
         log.append("s:a", [EntryRecorded(entry_id="e1", kind="message", content=secret.decode(),
                                          occurred_at=1_700_000_000_000_000, session_id="s1")], actor="t")
         down = next(i for i in range(3) if i != _leader(log))
+        deadline = time.monotonic() + 10  # its message blocks hold the payload (flushed) before the kill
+        while not _scan([nats_cluster.store_dirs[down]], secret, raft=False):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
         nats_cluster.kill(down)
         log.erase([1], EntriesDeleted(request_id="r1", entry_ids=("e1",), erased_seqs=(1,)),
                   stream="system", actor="dpo")
