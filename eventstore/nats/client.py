@@ -34,7 +34,7 @@ from nats.errors import (
 from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 
-from ..errors import SizeLimitError, StorageError, UnsafeStoreError
+from ..errors import NatsApiError, NatsUnavailableError, NatsUnsupportedError, SizeLimitError
 from .url import NatsLocation
 
 __all__ = ["MIN_VERSION", "NatsApiError", "NatsClient", "NatsUnavailableError", "NatsUnsupportedError",
@@ -55,25 +55,6 @@ _RETRY_ERR_CODES = {10008, 10009, 10158, 10163, 10210, 10211}
 _NEVER_RETRY = {10036}
 _TRANSIENT = (NoRespondersError, NatsTimeout, asyncio.TimeoutError, ConnectionClosedError,
               ConnectionReconnectingError, StaleConnectionError, OutboundBufferLimitError)
-
-
-class NatsUnavailableError(StorageError):
-    """The NATS servers did not answer in time (code ``E_STORAGE_IO``): retry later."""
-
-
-class NatsUnsupportedError(UnsafeStoreError):
-    """The server is too old, or the stream is configured against the log's needs."""
-
-
-class NatsApiError(StorageError):
-    """A JetStream API error that is not a retry (code ``E_STORAGE_IO``;
-    ``status`` and ``err_code`` are JetStream's, ``description`` its text)."""
-
-    def __init__(self, message: str, *, status: int = 0, err_code: int = 0, description: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.err_code = err_code
-        self.description = description
 
 
 def is_transient(exc: BaseException) -> bool:
