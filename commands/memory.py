@@ -45,6 +45,7 @@ from .app import (
     scope,
     search,
     sessions,
+    shared_purge,
     summaries,
     summaries_erasure,
 )
@@ -66,7 +67,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default", read_only: bool = False,
-                 summariser: Summariser | None = None) -> None:
+                 summariser: Summariser | None = None, log: str | None = None) -> None:
         """``embedder``: the model of semantic search (bring your own: see
         :class:`projections.embed.Embedder`); ``"default"`` is the shipped one
         when numpy is installed; None (or ``semantic=False``): text search only.
@@ -74,15 +75,20 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         :class:`~eventstore.ReadOnlyError` (``E_READ_ONLY``) and writes nothing,
         and reads record no accesses.
         ``summariser``: texts -> text, for every summary memlog writes (compaction,
-        session summaries, re-summaries); default :class:`~commands.app.ExtractiveSummariser`."""
+        session summaries, re-summaries); default :class:`~commands.app.ExtractiveSummariser`.
+        ``log``: where the event log lives when not in ``data_dir``: a shared
+        ``nats://host:port[,...]/<stream>`` log (each host keeps its own
+        projections in ``data_dir``, caught up from the shared log)."""
         check_settings(settings)
         check_data_dir(data_dir, write=create and not read_only)
-        self.store = Store(data_dir, settings, create=create, embedder=embedder, read_only=read_only)
+        self.store = Store(data_dir, settings, create=create, embedder=embedder, read_only=read_only,
+                           log=log)
         try:
             # Before any other work: finish every purge a crash interrupted (a
             # read-only store leaves that to the next writer).
             self.recovered: list[DeletionReport] = (
                 [] if read_only else purging.finish_interrupted(self.store))
+            shared_purge.purge_shared(self.store)  # a shared log: deletions other hosts made
         except BaseException:
             self.store.close()
             raise
@@ -94,13 +100,14 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
              create: bool = True, embedder: Embedder | Literal["default"] | None = "default",
-             read_only: bool = False, summariser: Summariser | None = None, **overrides: Any) -> Self:
+             read_only: bool = False, summariser: Summariser | None = None, log: str | None = None,
+             **overrides: Any) -> Self:
         """Open the store in directory ``path``, creating it unless ``create=False``
         (then a directory without a store raises :class:`~eventstore.StoreNotFoundError`);
         ``read_only=True`` refuses every write with :class:`~eventstore.ReadOnlyError`."""
         data_dir = Path(path)
         return cls(data_dir, settings or load_settings(data_dir, overrides), create=create,
-                   embedder=embedder, read_only=read_only, summariser=summariser)
+                   embedder=embedder, read_only=read_only, summariser=summariser, log=log)
 
     @property
     def read_only(self) -> bool:
@@ -373,7 +380,9 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         return forgetting.retention(self.store, as_of, days, defer)
 
     def purge(self) -> DeletionReport | None:
-        """Run every deferred purge now; None when nothing is pending."""
+        """Run every deferred purge now; None when nothing is pending. On a shared
+        log, first purge this host's projections of deletions other hosts made."""
+        shared_purge.purge_shared(self.store)
         return forgetting.purge(self.store)
 
     def deletions(self) -> list[DeletionRecord]:

@@ -59,6 +59,9 @@ __all__ = [
     "LockTimeoutError",
     "MemlogError",
     "MemoryNotFoundError",
+    "NatsApiError",
+    "NatsUnavailableError",
+    "NatsUnsupportedError",
     "NotFoundError",
     "NotWritableError",
     "PurgeUnverifiedError",
@@ -323,6 +326,31 @@ class RetiredError(StorageError):
     """A store was replaced (a rebuild swapped in a new one); reopen it."""
 
     code = E_STORE_REPLACED
+
+
+# -- the NATS JetStream log (issue 20; helper N1's block) -------------------------
+
+
+class NatsUnavailableError(StorageError):
+    """The NATS servers did not answer in time (code ``E_STORAGE_IO``): retry later."""
+
+
+class NatsUnsupportedError(UnsafeStoreError):
+    """The NATS server is too old, or the stream is configured against the log's needs."""
+
+
+class NatsApiError(StorageError):
+    """A JetStream API error that is not a retry (code ``E_STORAGE_IO``;
+    ``status`` and ``err_code`` are JetStream's, ``description`` its text)."""
+
+    def __init__(self, message: str, *, status: int = 0, err_code: int = 0, description: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.err_code = err_code
+        self.description = description
+
+
+# -- end of the NATS block ----------------------------------------------------------
 
 
 # Every code memlog prints, in the order of the table in docs/cli.md.

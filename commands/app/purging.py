@@ -32,6 +32,7 @@ memory with the process that held it): its record lists the checks it made.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,8 @@ from .results import DeletionReport
 from .scan import purge_scope, scan_needles
 from .search import find, make_query
 from .store import Store
+
+_LABEL = re.compile(r"(nats|raft-log-bound):")  # what a shared log's purge reports
 
 __all__ = ["finish_interrupted", "pending_purges", "purge", "purge_deferred"]
 
@@ -201,7 +204,8 @@ def leftovers(data_dir: Path, current: str) -> list[str]:
 
 def _relative(store: Store, paths: Iterable[str]) -> tuple[str, ...]:
     root = os.path.abspath(store.data_dir)
-    return tuple(os.path.relpath(os.path.abspath(f), root) for f in paths)
+    # A shared log (nats://, issue 20) reports labels, not files: nats:<stream>@<server>, raft-log-bound:<s>.
+    return tuple(f if _LABEL.match(f) else os.path.relpath(os.path.abspath(f), root) for f in paths)
 
 
 def finish_interrupted(store: Store, *, deferred: bool = False) -> list[DeletionReport]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from eventstore import EntryRecorded, EventLog, LogSettings, ReadOnlyError, StoreNotFoundError
+from eventstore import EntryRecorded, EventLog, LogSettings, ReadOnlyError, StoreNotFoundError, UsageError
+from eventstore.factory import is_remote
 from eventstore.storage import check_private_dir
 from projections import Embedder, Projections, ViewReader
 
@@ -55,15 +56,19 @@ class Store:
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default",
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, log: str | None = None) -> None:
         self.read_only = read_only
-        if not create or read_only:
+        if log is not None and not is_remote(log):  # e.g. MEMLOG_LOG_URL=json must not make a ./json log
+            raise UsageError("log= (--log, MEMLOG_LOG_URL) takes a nats://host:port/<stream> location")
+        if (not create or read_only) and log is None:  # a shared log (nats://) is on its server
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
+        self.shared = log is not None  # the log is on servers other hosts share (issue 20)
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.log = EventLog.open(data_dir / "log", LogSettings(
+        # ``log``: a shared log (``nats://...``, issue 20); projections stay in ``data_dir``.
+        self.log = EventLog.open(data_dir / "log" if log is None else log, LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync,
             read_only=read_only))
         try:

@@ -33,7 +33,9 @@ from eventstore import (
     MemlogError,
     SizeLimitError,
     StorageError,
+    UsageError,
 )
+from eventstore.factory import is_remote
 
 from ..app import PATTERNS, load_settings
 from ..app.reports import escape_controls
@@ -58,22 +60,27 @@ _json = msgspec.json.Encoder()
 class Context:
     """Options shared by every command, and the store they open."""
 
-    def __init__(self, data_dir: Path, as_json: bool, read_only: bool = False) -> None:
+    def __init__(self, data_dir: Path, as_json: bool, read_only: bool = False, *,
+                 log: str | None = None) -> None:
         self.data_dir = data_dir
         self.json = as_json
         self.read_only = read_only
+        self.log = log  # --log: a shared nats:// log, else the log in data_dir
 
     @property
-    def log_dir(self) -> Path:
-        """Where the event log lives inside the data directory."""
-        return self.data_dir / "log"
+    def log_dir(self) -> Path | str:
+        """Where the event log lives: inside the data directory, or ``--log``."""
+        if self.log is not None and not is_remote(self.log):
+            raise UsageError("--log (MEMLOG_LOG_URL) takes a nats://host:port/<stream> location")
+        return self.data_dir / "log" if self.log is None else self.log
 
     @contextlib.contextmanager
     def memory(self, *, create: bool = True, **overrides: Any) -> Iterator[MemoryLog]:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
         with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides),
-                            create=create and not self.read_only, read_only=self.read_only) as mem:
+                            create=create and not self.read_only, read_only=self.read_only,
+                            log=self.log) as mem:
             _announce(mem)
             yield mem
 

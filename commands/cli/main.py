@@ -41,11 +41,14 @@ __all__ = ["cli", "main"]
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 @click.option("--read-only", is_flag=True, envvar="MEMLOG_READ_ONLY",
               help="Open the store read-only: every write fails with E_READ_ONLY and writes nothing.")
+@click.option("--log", "log", envvar="MEMLOG_LOG_URL", default=None, metavar="URL",
+              help="A shared event log, nats://host:port[,host:port]/<stream> (projections stay in --dir).")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool, read_only: bool) -> None:
+def cli(ctx: click.Context, data_dir: Path, as_json: bool, verbose: bool, read_only: bool,
+        log: str | None) -> None:
     """memlog: an event-sourced memory for AI agents that can audit and forget."""
     configure_logging(verbose)
-    ctx.obj = Context(data_dir, as_json, read_only)
+    ctx.obj = Context(data_dir, as_json, read_only, log=log)
 
 
 for _command in (
