@@ -95,7 +95,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         # -- compaction and summaries (issue 17): the check on write
         self.summariser: Summariser = summariser or ExtractiveSummariser()
         self.lifecycle = LifecycleWatch(self.store, self.summariser)
-        self.store.on_recorded = self.lifecycle.recorded
+        self.store.on_recorded = shared_purge.on_write(self.store, self.lifecycle.recorded)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,

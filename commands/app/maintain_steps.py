@@ -13,10 +13,11 @@ from .idle import archive_step, ephemeral_step
 from .resources.handle import ResourceHandle
 from .resources.reading import specs
 from .retention_count import retention_count_step
+from .shared_purge import purge_due, purge_shared
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
-__all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "default_steps"]
+__all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "SHARED_PURGE_STEP", "default_steps"]
 
 
 def _compaction_due(store: Store, now: int) -> list[Due]:
@@ -82,9 +83,24 @@ def _refit(store: Store, due: Due, context: StepContext) -> int:
 REFIT_STEP = Step("search_refit", _refit_due, _refit)
 
 
+def _shared_purge_due(store: Store, now: int) -> list[Due]:
+    waiting = purge_due(store)
+    return [Due("shared_purge", "projections", f"{waiting} system event(s) of the shared log "
+                "not purged for on this host", items=waiting)] if waiting else []
+
+
+def _shared_purge(store: Store, due: Due, context: StepContext) -> int:
+    purge_shared(store)
+    return 0  # a local purge of the projections writes no event
+
+
+SHARED_PURGE_STEP = Step("shared_purge", _shared_purge_due, _shared_purge)
+
+
 def default_steps() -> list[Step]:
-    """The steps ``memlog maintain`` runs, in order (the search refit last: it
+    """The steps ``memlog maintain`` runs, in order (first this host's purge of
+    the deletions other hosts made on a shared log; the search refit last: it
     replays what the steps before wrote)."""
-    return [extraction_step, COMPACTION_STEP, RESOURCE_STEP,
+    return [SHARED_PURGE_STEP, extraction_step, COMPACTION_STEP, RESOURCE_STEP,
             retention_count_step, ephemeral_step, archive_step, REFIT_STEP]
 

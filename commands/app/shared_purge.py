@@ -13,10 +13,11 @@ host purges its own data directory of every deletion it has not purged yet:
   applied), then rewrites, in one pass, the search shards holding the entries
   the new tombstones name, the views and the vectors, and moves the mark.
 
-It runs when a store on a shared log opens (not read-only) and in ``memlog
-purge`` / :meth:`MemoryLog.purge`: a host that stays open purges the
-deletions of others at its next ``memlog purge`` (a long-running process
-should run it on a schedule) or its next open. The projections' rewrite is the
+It runs when a store on a shared log opens (not read-only), after each entry
+the host records (:func:`on_write`), in ``memlog maintain`` (its first step)
+and in ``memlog purge`` / :meth:`MemoryLog.purge`: a host that stays open
+purges the deletions of others at its next write, maintenance or purge (a
+host that only reads should run ``memlog maintain`` on a schedule). The projections' rewrite is the
 one every purge uses (:meth:`projections.Projections.purge`). Ids and counts
 only are logged; the content is never read here (erased payloads read as
 None).
@@ -26,14 +27,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from eventstore import EntriesDeleted, EntryRedacted
+from eventstore import EntriesDeleted, EntryRecorded, EntryRedacted
 
 from . import log as _log
 from .store import Store
 
-__all__ = ["MARK_FILE", "purge_shared", "purged_up_to"]
+__all__ = ["MARK_FILE", "on_write", "purge_due", "purge_shared", "purged_up_to"]
 
 MARK_FILE = "shared-log-purged.json"
 
@@ -56,15 +58,35 @@ def _mark(data_dir: Path, version: int) -> None:
     os.replace(tmp, path)
 
 
+def purge_due(store: Store) -> int:
+    """How many ``system`` events (tombstones among them) this host has not
+    purged for yet: 0 on a local log or a read-only store."""
+    if not store.shared or store.read_only:
+        return 0
+    return max(0, store.log.stream_version("system") - purged_up_to(store.data_dir))
+
+
+def on_write(store: Store, recorded: Callable[[EntryRecorded], None]) -> Callable[[EntryRecorded], None]:
+    """The store's ``on_recorded`` hook: ``recorded``, then (on a shared log,
+    outside a batch) this host's purge of the deletions other hosts made."""
+    if not store.shared or store.read_only:
+        return recorded
+
+    def hook(entry: EntryRecorded) -> None:
+        recorded(entry)
+        if not store.writer.batching and purge_due(store):
+            purge_shared(store)
+
+    return hook
+
+
 def purge_shared(store: Store) -> int:
     """Purge this host's projections of every deletion on the shared log it has
     not purged yet; how many tombstones that covered (0 on a local log, or when
     nothing is new)."""
-    if not store.shared or store.read_only:
+    if not purge_due(store):
         return 0
     done = purged_up_to(store.data_dir)
-    if store.log.stream_version("system") <= done:
-        return 0
     head = store.log.head().seq
     store.proj.catch_up(search=True)  # the tombstones up to ``head`` are applied
     entry_ids: set[str] = set()

@@ -284,8 +284,9 @@ def _write_at_once(a: Any, b: Any, shared: dict[str, str]) -> dict[str, Any]:
 def test_two_hosts_converge_and_both_purge(nats_cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
     """Two hosts write at once and converge to equal views (a third, replaying
     from nothing, too); a deletion made on host A leaves no byte of the content
-    in A's data dir, in B's (purged by B's ``purge``), in C's (purged when C
-    opens again) or in any node's message blocks."""
+    in A's data dir, in B's (purged at B's next write), in E's (purged by its
+    ``memlog maintain``), in C's (purged when C opens again) or in any node's
+    message blocks."""
     from commands import MemoryLog
 
     url = stream_url(nats_cluster)
@@ -294,21 +295,29 @@ def test_two_hosts_converge_and_both_purge(nats_cluster: Cluster, tmp_path: Path
     with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
         pass  # host C exists before the writes, and is closed during the deletion
     with MemoryLog.open(tmp_path / "a", log=url, embedder=None) as a, \
-            MemoryLog.open(tmp_path / "b", log=url, embedder=None) as b:
+            MemoryLog.open(tmp_path / "b", log=url, embedder=None) as b, \
+            MemoryLog.open(tmp_path / "e", log=url, embedder=None) as e:
         dump_a = _write_at_once(a, b, shared)
+        assert _views(e) == dump_a  # E, open all along, caught up: it holds the content too
         with MemoryLog.open(tmp_path / "c", log=url, embedder=None) as c:
             assert _views(c) == dump_a  # C caught up: its projections hold the content now
         needle = secret.encode()
-        held = [h for h in "abc" if scan_dir(tmp_path / h, [needle])]
-        assert held == ["a", "b", "c"]  # the scan sees the copies it must see gone
+        held = [h for h in "abce" if scan_dir(tmp_path / h, [needle])]
+        assert held == ["a", "b", "c", "e"]  # the scan sees the copies it must see gone
         # the views hold memory values (the search index holds no text verbatim)
         report = a.delete(ids=[shared["a"], shared["b"]], reason="gdpr", requested_by="dpo")
         assert report.purged and report.verified
         for user in ("user-a", "user-b"):
             assert a.forget(user, "editor", requested_by="dpo").purged
         assert scan_dir(tmp_path / "a", [needle]) == {}
-        b.purge()  # host B purges its own projections of A's deletion
+        assert scan_dir(tmp_path / "b", [needle])  # B has not written since
+        # B's next write purges
+        b.add_message(b.start_session(user_id="user-b"), role="user", content="later")
         assert scan_dir(tmp_path / "b", [needle]) == {}
+        dry = e.maintain(dry_run=True)  # E only reads: its maintenance purges
+        assert [d.step for s in dry.steps for d in s.due] == ["shared_purge"]
+        assert e.maintain().failed == 0 and scan_dir(tmp_path / "e", [needle]) == {}
+        assert e.maintain(dry_run=True).due == 0
         assert _scan(nats_cluster.store_dirs, needle, raft=False) == []
         dump_a, dump_b = _views(a), _views(b)
         assert dump_a == dump_b and a.verify().ok
