@@ -30,7 +30,7 @@ from ..models import SessionStats
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
-from .keys import SEP, hash_key, rank_value, u64, unpack_u64, version_key
+from .keys import SEP, hash_key, rank_value, u64, unpack_u64
 from .scopes import add_count
 
 __all__ = ["EntryRun"]
