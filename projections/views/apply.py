@@ -174,6 +174,8 @@ class ViewWriter:
         event = rec.event
         if type(event) is EntryRecorded and self.batch_entries:
             self.run.add(rec, event)
+            if self.run.full:
+                self.run.flush(self)
             return
         if self.run.pending:
             self.run.flush(self)

@@ -18,6 +18,7 @@ looks at the run and at the database.
 
 from __future__ import annotations
 
+import zlib
 from operator import itemgetter
 from typing import Any
 
@@ -25,15 +26,18 @@ import msgspec
 
 from eventstore import EntryRecorded, RecordedEvent
 
-from ..decay import entry_importance
+from ..decay import importance_of
 from ..models import SessionStats
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
-from .keys import SEP, hash_key, rank_value, u64, unpack_u64
+from .keys import SEP, rank_value, u64, unpack_u64
 from .scopes import add_count
 
-__all__ = ["EntryRun"]
+__all__ = ["RUN_LIMIT", "EntryRun"]
+
+RUN_LIMIT = 16_384  # records of a run held in memory before they are written
+_crc = zlib.crc32
 
 _enc = msgspec.msgpack.Encoder().encode
 _KEY = itemgetter(0)
@@ -68,13 +72,25 @@ class EntryRun:
         self.kinds: dict[str, int] = {}
         self.events = 0
         self.last_seq = 0
-        self.backlog: dict[bytes, int] = {}  # session -> messages added to its extraction backlog
-        self.extracted: dict[bytes, int] = {}  # session -> upto_seq of its last extraction
+        self.backlog: dict[str, int] = {}  # session -> messages added to its extraction backlog
+        self.extracted: dict[str, int] = {}  # session -> upto_seq of its last extraction
+        self._by_seq = self.items[b"by_seq"].append
+        self._entries = self.items[b"entries"].append
+        self._by_hash = self.items[b"by_hash"].append
+        self._by_session = self.items[b"by_session"].append
+        self._by_time = self.items[b"by_time"].append
+        self._derived = self.items[b"derived"].append
 
     @property
     def pending(self) -> bool:
         """Whether records wait to be written."""
         return self.events > 0
+
+    @property
+    def full(self) -> bool:
+        """Whether the run holds enough to be written now (a long run is written
+        in parts of ``RUN_LIMIT`` records, which bounds the memory it holds)."""
+        return self.events >= RUN_LIMIT
 
     def _known(self, entry_id: str) -> bool:
         """Whether the entry id was recorded before (in this run or stored)."""
@@ -86,49 +102,52 @@ class EntryRun:
 
     def add(self, rec: RecordedEvent, event: EntryRecorded) -> None:
         """Apply one ``entry.recorded`` (the writer has not counted it)."""
-        self.events += 1
-        self.last_seq = rec.seq
         eid = event.entry_id
-        if self._known(eid):
-            return  # an entry id is recorded once; a repeat is ignored, deterministically
+        if self._known(eid):  # an entry id is recorded once; a repeat is ignored, deterministically
+            self.events += 1
+            self.last_seq = rec.seq
+            return
         stored = r.entry_recorded(rec, event)
+        self.events += 1
+        self.last_seq = seq = rec.seq
+        kind, occurred_at = stored.kind, stored.occurred_at
         sid = event.session_id or ""
-        seq_key = u64(rec.seq)
-        at = u64(stored.occurred_at)
-        raw_id = eid.encode()
-        items = self.items
-        items[b"by_seq"].append((seq_key, rank_value(stored.kind, entry_importance(stored),
-                                                     stored.occurred_at, eid)))
-        items[b"entries"].append((raw_id + SEP + seq_key, _enc(stored)))
-        items[b"by_hash"].append((hash_key(eid), b""))
-        items[b"by_session"].append((sid.encode() + SEP + at + SEP + raw_id, stored.kind.encode()))
-        items[b"by_time"].append((at + SEP + raw_id, sid.encode()))
+        sid_b = sid.encode()
+        seq_key, at, raw_id = u64(seq), u64(occurred_at), eid.encode()
+        importance = importance_of(kind, stored.importance, stored.level)  # entry_importance(stored)
+        self._by_seq((seq_key, rank_value(kind, importance, occurred_at, eid)))
+        self._entries((raw_id + SEP + seq_key, _enc(stored)))
+        self._by_hash((_crc(raw_id).to_bytes(4, "big") + raw_id, b""))  # hash_key(eid)
+        self._by_session((sid_b + SEP + at + SEP + raw_id, kind.encode()))
+        self._by_time((at + SEP + raw_id, sid_b))
         for parent in event.derived_from:
-            items[b"derived"].append((parent.encode() + SEP + raw_id, b""))
+            self._derived((parent.encode() + SEP + raw_id, b""))
         self.ids.add(eid)
-        self.kinds[stored.kind] = self.kinds.get(stored.kind, 0) + 1
-        if stored.kind == "lesson":
+        kinds = self.kinds
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if kind == "lesson":
             f.entry_indexed(self.txn, self.dbs, stored, event)
             u.entry_indexed(self.txn, self.dbs, stored, event)
         if sid:
-            self._count_session(sid, stored.kind, stored.size, stored.recorded_at, rec.seq)
+            self._count_session(sid, kind, stored.size, stored.recorded_at, seq)
 
     def _count_session(self, sid: str, kind: str, size: int, recorded_at: int, seq: int) -> None:
         stats = self.stats.get(sid)
         if stats is None:
             stats = self.stats[sid] = _Stats()
-        stats.counts[kind] = stats.counts.get(kind, 0) + 1
+        counts = stats.counts
+        counts[kind] = counts.get(kind, 0) + 1
         stats.entries += 1
         stats.bytes += size
-        stats.last = max(stats.last, recorded_at)
+        if recorded_at > stats.last:
+            stats.last = recorded_at
         if kind == "message":  # the extraction backlog (formation, issue 18)
-            key = sid.encode()
-            upto = self.extracted.get(key)
+            upto = self.extracted.get(sid)
             if upto is None:
-                raw = self.txn.get(b"X" + key, db=self.dbs[b"formation"])
-                upto = self.extracted[key] = 0 if raw is None else unpack_u64(raw)
+                raw = self.txn.get(b"X" + sid.encode(), db=self.dbs[b"formation"])
+                upto = self.extracted[sid] = 0 if raw is None else unpack_u64(raw)
             if seq > upto:
-                self.backlog[key] = self.backlog.get(key, 0) + 1
+                self.backlog[sid] = self.backlog.get(sid, 0) + 1
 
     def flush(self, writer: Any) -> None:
         """Write the run: each database's items sorted, in one ``putmulti``; the
@@ -139,8 +158,8 @@ class EntryRun:
             if items:
                 _put_sorted(self.txn.cursor(db=self.dbs[name]), items)
         formation = self.dbs[b"formation"]
-        for key, added in self.backlog.items():
-            add_count(self.txn, formation, b"U" + key, added)
+        for sid, added in self.backlog.items():
+            add_count(self.txn, formation, b"U" + sid.encode(), added)
         for sid, folded in self.stats.items():
             prev = writer.stats_of(sid)
             counts = dict(prev.counts)
