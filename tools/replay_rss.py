@@ -8,7 +8,8 @@ Usage::
 runs one pass over the log at ``LOG_DIR`` in this (fresh) process and prints one
 JSON object: ``peak_rss_mb`` (``ru_maxrss``: every resident page, the log's and
 the views' memory-mapped file pages included) and ``peak_anon_mb`` (the highest
-``RssAnon`` sampled every 20 ms: the process's own heap, without mapped files).
+``RssAnon`` sampled every 20 ms: the process's own heap, without mapped files)
+and ``worker_peak_rss_mb`` (``ru_maxrss`` of its children: a replay's vector worker).
 ``scan`` reads and decodes the log (the anchor), ``views`` replays it into fresh
 views, ``full`` runs ``Projections.replay`` (views, search, vectors) in
 ``WORK_DIR``. :func:`measure` runs it as a child and returns the object.
@@ -91,8 +92,10 @@ def main(argv: list[str]) -> int:
     sampler.join()
     sampler.peak_kb = max(sampler.peak_kb, _anon_kb())
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
+    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the vector worker
     print(json.dumps({"mode": mode, "events": done, "seconds": round(seconds, 3),
                       "peak_rss_mb": round(peak_kb / 1024, 1),
+                      "worker_peak_rss_mb": round(children_kb / 1024, 1),
                       "peak_anon_mb": round(sampler.peak_kb / 1024, 1)}))
     return 0
 

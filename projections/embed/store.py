@@ -26,6 +26,8 @@ the cache, which are only built when an embedder is given.
 
 from __future__ import annotations
 
+import multiprocessing
+import queue
 import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -39,7 +41,7 @@ from .protocol import Embedder
 if TYPE_CHECKING:
     from .cache import MatrixCache
 
-__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "purge_without_model"]
+__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "VectorWorker", "purge_without_model"]
 
 VECTOR_DBS = (b"vectors", b"changes", b"meta")
 _U64 = struct.Struct(">Q")
@@ -61,6 +63,7 @@ class VectorIndex:
         self._cache_at = -1
         self._cache_generation = -1
         self._cache_epoch = -1
+        self._worker: VectorWorker | None = None
         self._reset_if_other_model()
 
     def _env(self) -> SharedEnv:
@@ -117,10 +120,27 @@ class VectorIndex:
 
     # -- applying ---------------------------------------------------------------
 
+    def start_worker(self) -> None:
+        """Hand the next :meth:`apply` calls to a :class:`VectorWorker` (the
+        shipped model only): a replay embeds on the other core while this
+        process indexes. :meth:`stop_worker` waits for it."""
+        self._worker = VectorWorker(self.path)
+
+    def stop_worker(self, ok: bool = True) -> None:
+        """Wait for the worker to apply what it was given (``ok``), or stop it
+        at once (its transactions are whole: the checkpoint says what it applied)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close(ok)
+            self._cache = None
+
     def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
         """Embed the added texts (one call), then apply ``ops`` in order in one
         transaction that moves the checkpoint to ``upto``. Ops at or below the
-        stored checkpoint are skipped. Returns the new checkpoint."""
+        stored checkpoint are skipped. Returns the new checkpoint (with a
+        worker: ``upto``, which it will reach)."""
+        if self._worker is not None:
+            return self._worker.apply(ops, upto)
         texts = [op[5] for op in ops if op[1] == "add"]
         vectors = self.embedder.embed(texts) if texts else None
         added = () if vectors is None else vectors.astype("<f2")
@@ -200,6 +220,57 @@ class VectorIndex:
     def files(self) -> Iterable[Path]:
         """Every file of the projection."""
         return (p for p in self.path.rglob("*") if p.is_file())
+
+
+class VectorWorker:
+    """A child process applying vector chunks in order (``VectorIndex.apply``
+    with the shipped model), fed through a bounded queue so the parent never
+    holds more than a few chunks."""
+
+    _DEPTH = 4  # chunks in flight
+    _POLL_S = 1.0
+
+    def __init__(self, path: Path) -> None:
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding LMDB environments
+        self._queue: Any = ctx.Queue(self._DEPTH)
+        self._proc = ctx.Process(target=_worker_main, args=(str(path), self._queue), daemon=True)
+        self._proc.start()
+
+    def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
+        """Queue one chunk (waits while the queue is full; raises if the worker died)."""
+        while True:
+            try:
+                self._queue.put((list(ops), upto), timeout=self._POLL_S)
+                return upto
+            except queue.Full:
+                if not self._proc.is_alive():
+                    raise StorageError("the vector worker stopped") from None
+
+    def close(self, ok: bool) -> None:
+        """Wait for the queued chunks (``ok``), else stop the worker now."""
+        if ok and self._proc.is_alive():
+            self._queue.put(None)
+            self._proc.join()
+        else:
+            self._proc.terminate()
+            self._proc.join()
+        self._queue.close()
+        if ok and self._proc.exitcode != 0:
+            raise StorageError(f"the vector worker failed (exit code {self._proc.exitcode})")
+
+
+def _worker_main(path: str, chunks: Any) -> None:
+    """The worker: apply each queued chunk until ``None``."""
+    from . import default_embedder
+
+    embedder = default_embedder()
+    assert embedder is not None
+    vectors = VectorIndex(Path(path), embedder)
+    try:
+        while (chunk := chunks.get()) is not None:
+            vectors.apply(*chunk)
+    finally:
+        vectors.close()
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:
