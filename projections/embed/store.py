@@ -26,9 +26,11 @@ the cache, which are only built when an embedder is given.
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
+import contextlib
+import pickle
 import struct
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,52 +225,51 @@ class VectorIndex:
 
 
 class VectorWorker:
-    """A child process applying vector chunks in order (``VectorIndex.apply``
-    with the shipped model), fed through a bounded queue so the parent never
-    holds more than a few chunks."""
-
-    _DEPTH = 4  # chunks in flight
-    _POLL_S = 1.0
+    """A child Python process applying vector chunks in order
+    (``VectorIndex.apply`` with the shipped model). Chunks go pickled through
+    its stdin pipe, so the parent waits when the child is behind (the pipe is
+    the bound on what is in flight). A plain subprocess, not
+    :mod:`multiprocessing`: nothing of the parent's ``__main__`` runs again."""
 
     def __init__(self, path: Path) -> None:
-        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding LMDB environments
-        self._queue: Any = ctx.Queue(self._DEPTH)
-        self._proc = ctx.Process(target=_worker_main, args=(str(path), self._queue), daemon=True)
-        self._proc.start()
+        code = "from projections.embed.store import _worker_main; _worker_main()"
+        self._proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE)
+        assert self._proc.stdin is not None
+        self._pipe = self._proc.stdin
 
     def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
-        """Queue one chunk (waits while the queue is full; raises if the worker died)."""
-        while True:
-            try:
-                self._queue.put((list(ops), upto), timeout=self._POLL_S)
-                return upto
-            except queue.Full:
-                if not self._proc.is_alive():
-                    raise StorageError("the vector worker stopped") from None
+        """Send one chunk (raises if the worker died)."""
+        try:
+            pickle.dump((list(ops), upto), self._pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        except (BrokenPipeError, OSError):
+            raise StorageError(f"the vector worker stopped (exit code {self._proc.poll()})") from None
+        return upto
 
     def close(self, ok: bool) -> None:
-        """Wait for the queued chunks (``ok``), else stop the worker now."""
-        if ok and self._proc.is_alive():
-            self._queue.put(None)
-            self._proc.join()
-        else:
-            self._proc.terminate()
-            self._proc.join()
-        self._queue.close()
-        if ok and self._proc.exitcode != 0:
-            raise StorageError(f"the vector worker failed (exit code {self._proc.exitcode})")
+        """Wait for the chunks sent (``ok``), else stop the worker now."""
+        if not ok:
+            self._proc.kill()
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self._pipe.close()
+        code = self._proc.wait()
+        if ok and code != 0:
+            raise StorageError(f"the vector worker failed (exit code {code})")
 
 
-def _worker_main(path: str, chunks: Any) -> None:
-    """The worker: apply each queued chunk until ``None``."""
+def _worker_main() -> None:
+    """The worker's main: apply each chunk read from stdin until it closes."""
     from . import default_embedder
 
     embedder = default_embedder()
     assert embedder is not None
-    vectors = VectorIndex(Path(path), embedder)
+    vectors = VectorIndex(Path(sys.argv[1]), embedder)
     try:
-        while (chunk := chunks.get()) is not None:
-            vectors.apply(*chunk)
+        while True:
+            try:
+                ops, upto = pickle.load(sys.stdin.buffer)
+            except EOFError:
+                return
+            vectors.apply(ops, upto)
     finally:
         vectors.close()
 
