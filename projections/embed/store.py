@@ -233,7 +233,8 @@ class VectorWorker:
 
     def __init__(self, path: Path) -> None:
         code = "from projections.embed.store import _worker_main; _worker_main()"
-        self._proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE)
+        self._proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL)  # never into a caller's --json
         assert self._proc.stdin is not None
         self._pipe = self._proc.stdin
 
