@@ -319,7 +319,8 @@ def measure_replay_memory(base: Path) -> dict[str, Any]:
         f"scan + decode {scan['peak_rss_mb']:,.0f} MB (anon {scan['peak_anon_mb']:,.0f} MB)")
     return {"replay_peak_rss_mb": full["peak_rss_mb"], "replay_peak_anon_mb": full["peak_anon_mb"],
             "raw_scan_peak_rss_mb": scan["peak_rss_mb"], "raw_scan_peak_anon_mb": scan["peak_anon_mb"],
-            "replay_worker_peak_rss_mb": full["worker_peak_rss_mb"], "replay_rss_run_s": full["seconds"]}
+            "replay_worker_peak_rss_mb": full["worker_peak_rss_mb"],
+            "replay_worker_peak_anon_mb": full["worker_peak_anon_mb"], "replay_rss_run_s": full["seconds"]}
 
 
 def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: float,

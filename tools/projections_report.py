@@ -74,7 +74,9 @@ def _notes(r: dict[str, Any]) -> list[str]:
     ]
     notes.append(f"replay peak memory (Projections.replay in a child, default embedder): RSS "
                  f"{r['replay_peak_rss_mb']:,.0f} MB, of which anonymous (heap, not mapped files) "
-                 f"{r['replay_peak_anon_mb']:,.0f} MB; scan + decode child: RSS "
+                 f"{r['replay_peak_anon_mb']:,.0f} MB; its vector worker: RSS "
+                 f"{r['replay_worker_peak_rss_mb']:,.0f} MB, anonymous "
+                 f"{r['replay_worker_peak_anon_mb']:,.0f} MB; scan + decode child: RSS "
                  f"{r['raw_scan_peak_rss_mb']:,.0f} MB, anonymous {r['raw_scan_peak_anon_mb']:,.0f} MB.")
     if r["views_presized"]:
         notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")

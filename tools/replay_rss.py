@@ -9,7 +9,8 @@ runs one pass over the log at ``LOG_DIR`` in this (fresh) process and prints one
 JSON object: ``peak_rss_mb`` (``ru_maxrss``: every resident page, the log's and
 the views' memory-mapped file pages included) and ``peak_anon_mb`` (the highest
 ``RssAnon`` sampled every 20 ms: the process's own heap, without mapped files)
-and ``worker_peak_rss_mb`` (``ru_maxrss`` of its children: a replay's vector worker).
+and ``worker_peak_rss_mb`` / ``worker_peak_anon_mb`` (its children's: a
+replay's vector worker; ``ru_maxrss``, and the highest sampled ``RssAnon``).
 ``scan`` reads and decodes the log (the anchor), ``views`` replays it into fresh
 views, ``full`` runs ``Projections.replay`` (views, search, vectors) in
 ``WORK_DIR``. :func:`measure` runs it as a child and returns the object.
@@ -18,6 +19,7 @@ views, ``full`` runs ``Projections.replay`` (views, search, vectors) in
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -39,12 +41,25 @@ def measure(log_dir: Path, work: Path, mode: str) -> dict[str, Any]:
     return result
 
 
-def _anon_kb() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
+def _anon_kb(pid: str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:  # a child that just ended
+        pass
     return 0
+
+
+def _children() -> list[str]:
+    """The pids of this process's children (a replay's vector worker)."""
+    pid = os.getpid()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as found:
+            return found.read().split()
+    except OSError:
+        return []
 
 
 class _Sampler(threading.Thread):
@@ -53,11 +68,13 @@ class _Sampler(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.peak_kb = _anon_kb()
+        self.children_kb = 0  # the highest sum of the children's RssAnon
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(_SAMPLE_S):
             self.peak_kb = max(self.peak_kb, _anon_kb())
+            self.children_kb = max(self.children_kb, sum(map(_anon_kb, _children())))
 
 
 def _pass(log_dir: Path, work: Path, mode: str) -> int:
@@ -96,6 +113,7 @@ def main(argv: list[str]) -> int:
     print(json.dumps({"mode": mode, "events": done, "seconds": round(seconds, 3),
                       "peak_rss_mb": round(peak_kb / 1024, 1),
                       "worker_peak_rss_mb": round(children_kb / 1024, 1),
+                      "worker_peak_anon_mb": round(sampler.children_kb / 1024, 1),
                       "peak_anon_mb": round(sampler.peak_kb / 1024, 1)}))
     return 0
 
