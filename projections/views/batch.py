@@ -5,10 +5,16 @@ run of consecutive ones to an :class:`EntryRun`, which computes every value
 with the same pure reducers as the one-at-a-time path, keeps what they add up
 to in memory (session statistics, counters, the extraction backlog) and writes
 the index and version keys at :meth:`EntryRun.flush`: each database's items
-sorted, with one ``putmulti``. The writer flushes before any other event and
-at the end of its batch, so every other event reads the state the run
-produced, and the result equals applying the events one at a time
-(``tests/projections/test_batch_run.py`` compares the two).
+sorted, with one ``putmulti``. The writer flushes before any other event, at
+the end of its batch and every ``RUN_LIMIT`` records (the memory a run
+holds), so every other event reads the state the run produced, and the
+result equals applying the events one at a time
+(``tests/projections/test_batch_run.py`` compares the two, with
+``ViewWriter.batch_entries`` off for the one-at-a-time side).
+
+Lessons still write their formation and upkeep keys as they come (their
+scope reads the session), which is the same in either order: no entry of
+the run reads them.
 
 Everything that can fail (an unknown kind, a value that does not encode) fails
 in :meth:`EntryRun.add`, inside the record's own ``apply``, so a skipped record
