@@ -48,6 +48,7 @@ __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
 _VIEW_CHUNK = 50_000
 _SEARCH_LAG = 1_000
 _VECTOR_CHUNK = 2_000  # records per vector transaction when the vectors catch up alone
+VECTOR_WORKER_EVENTS = 50_000  # a replay from this size embeds in a worker process
 _VECTOR_OPS = 2_000  # operations per vector transaction during the search catch-up
 
 Progress = Callable[[int], None]
@@ -380,13 +381,29 @@ class Projections(ProjectionDir):
             if self.embedder is not None:
                 fresh.vectors = VectorIndex(root / "vectors", self.embedder)
             fresh._catch_up_views(head, progress)
-            fresh._catch_up_search(head, progress)
+            fresh._catch_up_search_beside_vectors(head, progress)
             fresh._catch_up_vectors(head, progress)
             fresh.views.shared.env.sync(True)
         finally:
             fresh._close_stores()
         self._swap_to(target)
         return head
+
+    def _catch_up_search_beside_vectors(self, head: int, progress: Progress | None) -> None:
+        """A replay's search pass; the vectors it feeds are embedded and written
+        by a worker process on the other core (the shipped model, from
+        ``VECTOR_WORKER_EVENTS`` events), and are complete when this returns."""
+        vectors = self.vectors
+        if vectors is None or head < VECTOR_WORKER_EVENTS or self.embedder is not default_embedder():
+            self._catch_up_search(head, progress)
+            return
+        vectors.start_worker()
+        try:
+            self._catch_up_search(head, progress)
+        except BaseException:
+            vectors.stop_worker(ok=False)
+            raise
+        vectors.stop_worker()
 
     def rebuild_vectors(self, progress: Progress | None = None, timeout: float = 30.0) -> int:
         """Rebuild the vectors alone from the log (the views caught up first):

@@ -35,6 +35,13 @@ words, six kinds, 200 sessions) and measures, in one run:
     ``small_store_search_p50_ms``, its Tantivy part (``run_search``) and raw
     Tantivy on the same documents, query by query.
 
+(e) peak memory of a replay: ``Projections.replay`` (views, search and vectors
+    with the default embedder, as ``memlog replay``) in a fresh child process,
+    ``replay_peak_rss_mb`` (``ru_maxrss``, mapped file pages included) and
+    ``replay_peak_anon_mb`` (the highest ``RssAnon`` sampled); the anchor is a
+    child that only scans and decodes the log (tools/replay_rss.py).
+    ``replay_ratio`` is (a)'s memlog / anchor (``replay_views_ratio``, kept).
+
 The projection's shard count is fitted to the store as memlog does (one per
 65,536 events, a power of two, at most 16; ``--shards N`` fixes it). Raw
 Tantivy queries ask for no hit count (``count=False``), as memlog's do: a
@@ -86,10 +93,13 @@ from projections import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
-from benchkit import align, dir_bytes, load_corpus, log, percentile, profile_text, run_main, verdict
+from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
+from projections_report import table
 from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
+from replay_rss import measure as measure_memory
 
-REPLAY_TARGET_EPS = 600_000.0
+REPLAY_TARGET_RATIO = 0.5
+REPLAY_RSS_BUDGET_MB = 500.0
 _SCHEMA = build_schema()
 REBUILD_TARGET_RATIO = 0.8
 SEARCH_P50_TARGET_RATIO = 2.0
@@ -297,8 +307,25 @@ def profile_search(proj: Projections, queries: Sequence[str]) -> None:
 
 # -- report ------------------------------------------------------------------------
 
+def measure_replay_memory(base: Path) -> dict[str, Any]:
+    """(e) peak memory of a replay (``Projections.replay``: views, search, vectors,
+    as ``memlog replay``) next to a scan + decode of the same log, each in a
+    fresh child process (tools/replay_rss.py)."""
+    scan = measure_memory(base / "log", base / "rss-scan", "scan")
+    full = measure_memory(base / "log", base / "rss-replay", "full")
+    shutil.rmtree(base / "rss-scan")
+    shutil.rmtree(base / "rss-replay")
+    log(f"  replay peak RSS {full['peak_rss_mb']:,.0f} MB (anon {full['peak_anon_mb']:,.0f} MB); "
+        f"scan + decode {scan['peak_rss_mb']:,.0f} MB (anon {scan['peak_anon_mb']:,.0f} MB)")
+    return {"replay_peak_rss_mb": full["peak_rss_mb"], "replay_peak_anon_mb": full["peak_anon_mb"],
+            "raw_scan_peak_rss_mb": scan["peak_rss_mb"], "raw_scan_peak_anon_mb": scan["peak_anon_mb"],
+            "replay_worker_peak_rss_mb": full["worker_peak_rss_mb"],
+            "replay_worker_peak_anon_mb": full["worker_peak_anon_mb"], "replay_rss_run_s": full["seconds"]}
+
+
 def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: float,
-            write_s: float, args: argparse.Namespace, head: int, small: Small, shards: int) -> dict[str, Any]:
+            write_s: float, args: argparse.Namespace, head: int, small: Small, shards: int,
+            memory: dict[str, Any]) -> dict[str, Any]:
     """All figures as one flat dict (the --json object)."""
     v_ours, v_raw = views.rates()
     r_ours, r_raw = rebuild.rates()
@@ -312,7 +339,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "shards_rule": "fixed" if args.shards else "fitted (1 per 65,536 events, power of two, <= 16)",
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
-        "replay_views_ratio": round(v_ours / v_raw, 3),
+        "replay_views_ratio": round(v_ours / v_raw, 3), "replay_ratio": round(v_ours / v_raw, 3),
+        **memory,
         "views_presized": not args.no_presize, "views_complete": views.complete, **views.detail,
         "rebuild_all_docs_per_s": round(r_ours), "raw_tantivy_docs_per_s": round(r_raw),
         "rebuild_ratio": round(r_ours / r_raw, 3),
@@ -343,7 +371,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "python": platform.python_version(), "cpus": os.cpu_count(),
     }
     out["pass"] = {
-        "replay_views": views.complete and v_ours >= REPLAY_TARGET_EPS,
+        "replay_views": views.complete and v_ours / v_raw >= REPLAY_TARGET_RATIO,
+        "replay_memory": memory["replay_peak_rss_mb"] < REPLAY_RSS_BUDGET_MB,
         "rebuild": rebuild.complete and r_ours / r_raw >= REBUILD_TARGET_RATIO,
         "search_p50": p50 <= SEARCH_P50_TARGET_RATIO * raw50,
         "search_p99": p99 < SEARCH_P99_BUDGET_MS,
@@ -351,78 +380,6 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "small_store_search": percentile(small.full, 50) * ms <= SMALL_TARGET_MS,
     }
     return out
-
-
-def table(r: dict[str, Any]) -> str:
-    """The human-readable report."""
-    ok = r["pass"]
-    rows = [
-        ("replay into views", f"{r['replay_views_eps']:>10,} ev/s",
-         f"{r['raw_scan_decode_eps']:>10,} ev/s", f"{r['replay_views_ratio']:.3f}x",
-         ">= 600k ev/s", verdict(ok["replay_views"])),
-        ("full rebuild incl. search", f"{r['rebuild_all_docs_per_s']:>8,} docs/s",
-         f"{r['raw_tantivy_docs_per_s']:>8,} docs/s", f"{r['rebuild_ratio']:.3f}x",
-         ">= 0.8x raw Tantivy", verdict(ok["rebuild"])),
-        ("search p50 (limit 10)", f"{r['search_p50_ms']:>12.3f} ms",
-         f"{r['raw_tantivy_p50_ms']:>12.3f} ms", f"{r['search_p50_ratio']:.2f}x",
-         "<= 2x raw Tantivy", verdict(ok["search_p50"])),
-        ("search p99 (limit 10)", f"{r['search_p99_ms']:>12.3f} ms",
-         f"{r['raw_tantivy_p99_ms']:>12.3f} ms",
-         f"{r['search_p99_ms'] / r['raw_tantivy_p99_ms']:.2f}x", "< 5 ms", verdict(ok["search_p99"])),
-        ("search p50 vs SQLite FTS5", f"{r['search_p50_ms']:>12.3f} ms",
-         f"{r['fts5_p50_ms']:>12.3f} ms", f"{1 / r['fts5_speedup_p50']:.3f}x",
-         ">= 10x faster than FTS5", verdict(ok["search_vs_fts5"])),
-        (f"small store search p50 ({r['small_store_entries']:,})",
-         f"{r['small_store_search_p50_ms']:>12.3f} ms",
-         f"{r['small_store_raw_tantivy_p50_ms']:>12.3f} ms",
-         f"{r['small_store_search_p50_ms'] / r['small_store_raw_tantivy_p50_ms']:.1f}x",
-         "<= 1 ms", verdict(ok["small_store_search"])),
-    ]
-    head = ("measure", "memlog", "anchor", "ratio", "target", "result")
-    lines = [
-        f"memlog projections vs raw anchors, same corpus: {r['entries']:,} entries, "
-        f"{r['events']:,} events, {r['shards']} shards, {r['queries']:,} queries "
-        f"({r['fts5_queries']:,} on FTS5); "
-        f"{r['statistic']} runs per throughput",
-        f"{r['tantivy']}, SQLite {r['sqlite']}, {r['lmdb']}, Python {r['python']}, "
-        f"{r['cpus']} CPUs",
-        "",
-        *align(head, rows),
-    ]
-    lines += _notes(r)
-    return "\n".join(lines)
-
-
-def _notes(r: dict[str, Any]) -> list[str]:
-    notes = [
-        "",
-        "ratio = memlog / anchor (for FTS5: memlog p50 / FTS5 p50). Anchors: scan + decode of the",
-        "same log via log.read(); raw Tantivy: one writer indexing the same documents (list built",
-        f"off the clock in {r['raw_doc_build_s']:.2f} s; with that build included it would be "
-        f"{r['raw_tantivy_incl_doc_build_docs_per_s']:,} docs/s);",
-        "raw Tantivy / FTS5 queries: the same words OR-joined on content, limit 10 (Tantivy: no",
-        "hit count, which would stop its block-max WAND pruning).",
-        f"raw Tantivy p99 {r['raw_tantivy_p99_ms']:.3f} ms, FTS5 p99 {r['fts5_p99_ms']:.3f} ms; "
-        f"FTS5 build {r['fts5_build_rows_per_s']:,} rows/s; corpus write "
-        f"{r['corpus_write_eps']:,} ev/s.",
-        f"small store ({r['small_store_entries']:,} entries, {r['small_store_shards']} shard(s)): "
-        f"whole search path (Projections.search, text mode) p50 {r['small_store_search_p50_ms']:.3f} ms, "
-        f"p99 {r['small_store_search_p99_ms']:.3f} ms; its Tantivy part (run_search) "
-        f"{r['small_store_run_search_p50_ms']:.3f} ms.",
-        f"queries without hits: memlog {r['empty_results']['memlog']}, raw Tantivy "
-        f"{r['empty_results']['raw_tantivy']}, FTS5 {r['empty_results']['fts5']}.",
-    ]
-    if r["views_presized"]:
-        notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")
-    if not r["views_complete"]:
-        notes.append(f"INCOMPLETE views replay: events applied {r['views_events_applied']:,}, "
-                     f"entries {r['views_entries']:,} (expected {r['events']:,} / "
-                     f"{r['entries']:,}).")
-    if not r["rebuild_complete"]:
-        notes.append(f"INCOMPLETE rebuild: views hold {r['rebuild_views_entries']:,} entries, the "
-                     f"index {r['rebuild_search_docs']:,} documents (expected {r['entries']:,}); "
-                     "its rate counts the expected documents.")
-    return notes
 
 
 # -- main --------------------------------------------------------------------------
@@ -462,6 +419,8 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         write_s = time.perf_counter() - started
         log(f"(a) replay into views vs scan + decode, {head:,} events")
         views = measure_views(base, elog, head, args.events, args.repeats, not args.no_presize)
+        log("(e) peak memory of a replay (child processes)")
+        memory = measure_replay_memory(base)
         log("building raw Tantivy documents and FTS5 rows (off the clock)")
         raw = build_raw_corpus(elog)
         schema = build_schema()
@@ -490,7 +449,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     if small.profile is not None:
         title = f"Projections.search x {len(queries):,} on {SMALL_ENTRIES:,} entries"
         log(profile_text(small.profile, title))
-    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head, small, shards)
+    return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head, small, shards, memory)
 
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:

@@ -26,7 +26,11 @@ the cache, which are only built when an embedder is given.
 
 from __future__ import annotations
 
+import contextlib
+import pickle
 import struct
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +43,7 @@ from .protocol import Embedder
 if TYPE_CHECKING:
     from .cache import MatrixCache
 
-__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "purge_without_model"]
+__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "VectorWorker", "purge_without_model"]
 
 VECTOR_DBS = (b"vectors", b"changes", b"meta")
 _U64 = struct.Struct(">Q")
@@ -61,6 +65,7 @@ class VectorIndex:
         self._cache_at = -1
         self._cache_generation = -1
         self._cache_epoch = -1
+        self._worker: VectorWorker | None = None
         self._reset_if_other_model()
 
     def _env(self) -> SharedEnv:
@@ -117,10 +122,27 @@ class VectorIndex:
 
     # -- applying ---------------------------------------------------------------
 
+    def start_worker(self) -> None:
+        """Hand the next :meth:`apply` calls to a :class:`VectorWorker` (the
+        shipped model only): a replay embeds on the other core while this
+        process indexes. :meth:`stop_worker` waits for it."""
+        self._worker = VectorWorker(self.path)
+
+    def stop_worker(self, ok: bool = True) -> None:
+        """Wait for the worker to apply what it was given (``ok``), or stop it
+        at once (its transactions are whole: the checkpoint says what it applied)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close(ok)
+            self._cache = None
+
     def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
         """Embed the added texts (one call), then apply ``ops`` in order in one
         transaction that moves the checkpoint to ``upto``. Ops at or below the
-        stored checkpoint are skipped. Returns the new checkpoint."""
+        stored checkpoint are skipped. Returns the new checkpoint (with a
+        worker: ``upto``, which it will reach)."""
+        if self._worker is not None:
+            return self._worker.apply(ops, upto)
         texts = [op[5] for op in ops if op[1] == "add"]
         vectors = self.embedder.embed(texts) if texts else None
         added = () if vectors is None else vectors.astype("<f2")
@@ -200,6 +222,57 @@ class VectorIndex:
     def files(self) -> Iterable[Path]:
         """Every file of the projection."""
         return (p for p in self.path.rglob("*") if p.is_file())
+
+
+class VectorWorker:
+    """A child Python process applying vector chunks in order
+    (``VectorIndex.apply`` with the shipped model). Chunks go pickled through
+    its stdin pipe, so the parent waits when the child is behind (the pipe is
+    the bound on what is in flight). A plain subprocess, not
+    :mod:`multiprocessing`: nothing of the parent's ``__main__`` runs again."""
+
+    def __init__(self, path: Path) -> None:
+        code = "from projections.embed.store import _worker_main; _worker_main()"
+        self._proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL)  # never into a caller's --json
+        assert self._proc.stdin is not None
+        self._pipe = self._proc.stdin
+
+    def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
+        """Send one chunk (raises if the worker died)."""
+        try:
+            pickle.dump((list(ops), upto), self._pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        except (BrokenPipeError, OSError):
+            raise StorageError(f"the vector worker stopped (exit code {self._proc.poll()})") from None
+        return upto
+
+    def close(self, ok: bool) -> None:
+        """Wait for the chunks sent (``ok``), else stop the worker now."""
+        if not ok:
+            self._proc.kill()
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self._pipe.close()
+        code = self._proc.wait()
+        if ok and code != 0:
+            raise StorageError(f"the vector worker failed (exit code {code})")
+
+
+def _worker_main() -> None:
+    """The worker's main: apply each chunk read from stdin until it closes."""
+    from . import default_embedder
+
+    embedder = default_embedder()
+    assert embedder is not None
+    vectors = VectorIndex(Path(sys.argv[1]), embedder)
+    try:
+        while True:
+            try:
+                ops, upto = pickle.load(sys.stdin.buffer)
+            except EOFError:
+                return
+            vectors.apply(ops, upto)
+    finally:
+        vectors.close()
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:

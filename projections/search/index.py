@@ -42,6 +42,8 @@ T = TypeVar("T")
 OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
+_HEAP_BUDGET = 256 << 20  # every shard writer together (16 shards: 16 MB each)
+_HEAP_MIN = 16 << 20
 _CPUS = os.cpu_count() or 1  # (asking on every search cost ~10 µs)
 _PARALLEL_DOCS = 100_000  # documents in the largest shard from which shards are searched in threads
 SHARD_EVENTS = 1 << 16  # log events per shard when the shard count fits the store
@@ -61,6 +63,13 @@ def shards_for(events: int, most: int = MOST_SHARDS) -> int:
     """
     wanted = -(-max(events, 1) // SHARD_EVENTS)
     return min(max(1, most), 1 << (wanted - 1).bit_length())
+
+
+def writer_heap(shards: int) -> int:
+    """Each shard writer's indexing memory: ``_HEAP``, less when many shards
+    would together hold more than ``_HEAP_BUDGET`` (a replay at 1M fills all
+    16), never under Tantivy's minimum of 15 MB a thread."""
+    return max(_HEAP_MIN, min(_HEAP, _HEAP_BUDGET // max(1, shards)))
 
 
 def broken_index(exc: BaseException) -> bool:
@@ -143,9 +152,10 @@ class SearchShard:
     checks the link and reopens when it moved.
     """
 
-    def __init__(self, link: Path, schema: Any) -> None:
+    def __init__(self, link: Path, schema: Any, heap: int = _HEAP) -> None:
         self.link = link
         self.schema = schema
+        self.heap = heap  # the indexing memory of this shard's writer
         if not link.is_symlink():
             _point(link, _fresh_dir(link))
         self.target = ""
@@ -180,7 +190,7 @@ class SearchShard:
         deadline = time.monotonic() + timeout
         while self.writer is None:
             try:
-                self.writer = self.index.writer(_HEAP, 1)
+                self.writer = self.index.writer(self.heap, 1)
             except ValueError as exc:
                 if "LockBusy" not in str(exc) or time.monotonic() > deadline:
                     raise StorageError(f"search shard {self.link.name} is busy: {exc}") from None
@@ -294,7 +304,8 @@ class SearchIndex:
         self.lock = MaintenanceLock(path / "maint.lock")
         self._relinked = open_private(path / "relinked", os.O_RDWR | os.O_CREAT)
         self._seen: bytes | None = None
-        self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema) for i in range(shards)]
+        heap = writer_heap(shards)
+        self.shards = [SearchShard(path / f"shard-{i:02d}", self.schema, heap) for i in range(shards)]
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 

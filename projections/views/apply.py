@@ -64,6 +64,7 @@ from ..models import (
 from . import formation as f  # -- formation (issue 18) --
 from . import reducers as r
 from . import upkeep as u  # -- upkeep (issue 18) --
+from .batch import EntryRun
 from .keys import (
     SEP,
     all_versions,
@@ -95,6 +96,8 @@ _deletion = msgspec.msgpack.Decoder(DeletionRecord).decode
 class ViewWriter:
     """Applies records to the views in one write transaction."""
 
+    batch_entries = True  # runs of entry.recorded as a batch (False: one at a time, for tests)
+
     def __init__(self, txn: Any, dbs: dict[bytes, Any]) -> None:
         self.txn = txn
         self.dbs = dbs
@@ -102,6 +105,7 @@ class ViewWriter:
         self.recompute: set[str] = set()
         self.counters: dict[str, int] = {}
         self.last_seen: dict[str, int] = {}  # event type -> the last seq of that type
+        self.run = EntryRun(txn, dbs)  # consecutive entry.recorded, written as a batch
 
     # -- plumbing -----------------------------------------------------------
 
@@ -134,6 +138,7 @@ class ViewWriter:
 
     def finish(self) -> None:
         """Write the batched statistics and counters."""
+        self.run.flush(self)
         for sid in self.recompute:
             self.session_stats[sid] = self._stats_from_entries(sid)
         for sid, stats in self.session_stats.items():
@@ -154,6 +159,7 @@ class ViewWriter:
 
     def skip(self, rec: RecordedEvent, skip: Skipped) -> None:
         """Record an event the reducers could not apply (it still counts as an event)."""
+        self.run.flush(self)
         self.count("events")
         self.count(f"type:{rec.type}")
         self.last_seen[rec.type] = rec.seq
@@ -162,11 +168,20 @@ class ViewWriter:
     # -- dispatch -----------------------------------------------------------
 
     def apply(self, rec: RecordedEvent) -> None:
-        """Apply one record (erased payloads only count)."""
+        """Apply one record (erased payloads only count). A run of
+        ``entry.recorded`` is applied as a batch (:mod:`.batch`), written
+        before any other record."""
+        event = rec.event
+        if type(event) is EntryRecorded and self.batch_entries:
+            self.run.add(rec, event)
+            if self.run.full:
+                self.run.flush(self)
+            return
+        if self.run.pending:
+            self.run.flush(self)
         self.count("events")
         self.count(f"type:{rec.type}")
         self.last_seen[rec.type] = rec.seq
-        event = rec.event
         match event:
             case EntryRecorded():
                 self._entry_recorded(rec, event)

@@ -73,13 +73,13 @@ replace = msgspec.structs.replace
 
 def entry_recorded(rec: RecordedEvent, event: EntryRecorded) -> StoredEntry:
     """A new entry, stored without its content (read back from ``rec.seq``)."""
-    return StoredEntry(
-        entry_id=event.entry_id, kind=event.kind, state="live", recorded_seq=rec.seq,
-        recorded_at=rec.recorded_at, changed_seq=rec.seq, source_seq=rec.seq,
-        size=len(event.content.encode()), importance=event.importance,
-        level=detail_level(event.details), session_id=event.session_id,
-        user_id=event.user_id, occurred_at=event.occurred_at,
-    )
+    header = rec.header  # the replay's hot path: positional, no property calls
+    seq = header.seq
+    details = event.details
+    level = None if details is None else detail_level(details)
+    return StoredEntry(event.entry_id, event.kind, "live", seq, header.recorded_at, seq, seq,
+                       None, len(event.content.encode()), event.importance, level,
+                       event.session_id, event.user_id, event.occurred_at)
 
 
 def entry_changed(prev: StoredEntry, rec: RecordedEvent, changes: EntryChanges) -> StoredEntry:

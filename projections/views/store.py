@@ -136,22 +136,27 @@ class ViewStore:
         dbs = self.shared.dbs
         done = _checkpoint(txn, dbs)
         writer = ViewWriter(txn, dbs)
+        last = (1 << 64) if upto is None else upto
+        skip_seq = -1 if skip is None else skip.seq
+        apply = writer.apply
         for rec in records(done):
-            if rec.seq <= done:
+            seq = rec.header.seq
+            if seq <= done:
                 continue
-            if upto is not None and rec.seq > upto:
+            if seq > last:
                 break
-            if skip is not None and rec.seq == skip.seq:
+            if seq == skip_seq:
+                assert skip is not None
                 writer.skip(rec, skip)
-                done = rec.seq
+                done = seq
                 break
             try:
-                writer.apply(rec)
+                apply(rec)
             except Exception as exc:
                 if unapplicable(exc):
-                    failed.append(Skipped(rec.seq, rec.type, error_class(exc), "views"))
+                    failed.append(Skipped(seq, rec.type, error_class(exc), "views"))
                 raise
-            done = rec.seq
+            done = seq
         writer.finish()
         txn.put(b"checkpoint", u64(done), db=dbs[b"meta"])
         return done
