@@ -19,7 +19,7 @@ CASES = [
                               "--repeats", "1"],
      ["replay_views_eps", "raw_scan_decode_eps", "rebuild_all_docs_per_s", "raw_tantivy_docs_per_s",
       "rebuild_ratio", "search_p50_ms", "search_p99_ms", "raw_tantivy_p50_ms", "fts5_p50_ms", "events",
-      "small_store_search_p50_ms"]),
+      "small_store_search_p50_ms", "replay_ratio", "replay_peak_rss_mb"]),
     ("bench_api.py", ["--events", "1000", "--repeats", "1"],
      ["api_single_eps", "log_single_eps", "api_batch_eps", "log_batch_eps", "facade_search_p50_ms",
       "projection_search_p50_ms"]),
@@ -35,8 +35,15 @@ CASES = [
 ]
 
 
+NATS_CASE = ("bench_nats.py", ["--events", "1000", "--single", "20", "--replay-events", "200"],
+             ["nats_r3_single_eps", "raw_nats_r3_single_eps", "nats_r3_single_ratio", "nats_r3_batch_eps",
+              "nats_replay_eps"])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("tool", "args", "keys"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("tool", "args", "keys"), [
+    *(pytest.param(*c, id=c[0]) for c in CASES),
+    pytest.param(*NATS_CASE, marks=pytest.mark.nats_cluster, id=NATS_CASE[0])])
 def test_benchmark_runs_and_prints_its_keys(tool: str, args: list[str], keys: list[str],
                                             tmp_path: Path) -> None:
     """Each benchmark runs on a tiny input and its --json object has the issue's keys."""
