@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Where the time of an append goes: the parts of ``EventLog.append``, timed in place.
+
+Usage::
+
+    python tools/append_parts.py [--events N] [--singles N] [--json]
+
+Wraps the stages of the append path with timers (no change to the code that
+runs) and appends the same events as tools/bench_log.py: batches of 10k events
+(one transaction each) and single appends (one event, one commit). Reports the
+microseconds per event of each part:
+
+- ``validate``: the validating encode + decode and the id checks (``_prepare``);
+- ``records``: headers, salts, commitments and chain hashes (``TxnWriter._records``);
+- ``puts``: the main environment's putmulti of headers, event ids and the stream
+  index, or the concealed recent payloads (the rest of ``TxnWriter.apply``);
+- ``segments``: the payload segments' transactions, with their syncs;
+- ``commit``: the main environment's commit, with its syncs (what is left of
+  the write operation);
+- ``other``: the rest (locks, head, the Python call chain).
+
+The anchors, measured in the same run: raw LMDB committing the same number of
+empty-ish records (one 8-byte put per commit for the singles; the sync cost)
+and ``fsync`` of a 4 KiB write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from log_content import make_event
+
+from eventstore import EventLog, LogSettings
+from eventstore.lmdb import backend as backend_mod
+from eventstore.lmdb import segments as segments_mod
+from eventstore.lmdb import write as write_mod
+from eventstore.log import EventLog as LogClass
+
+BATCH = 10_000
+PARTS = ("validate", "records", "puts", "segments", "commit", "other")
+
+
+class Timers:
+    """Seconds per part, summed over wrapped calls (nested parts are subtracted)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def wrap(self, owner: Any, name: str, part: str) -> Callable[[], None]:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[part] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+        return lambda: setattr(owner, name, original)
+
+
+@contextmanager
+def instrumented(timers: Timers) -> Iterator[None]:
+    undo = [
+        timers.wrap(LogClass, "_prepare", "validate"),
+        timers.wrap(write_mod.TxnWriter, "_records", "records"),
+        timers.wrap(write_mod.TxnWriter, "apply", "apply"),
+        timers.wrap(segments_mod.Segments, "write", "segments"),
+        timers.wrap(segments_mod.Segments, "key", "segments"),
+        timers.wrap(backend_mod.LmdbBackend, "append", "backend"),
+        timers.wrap(write_mod.TxnWriter, "finish", "finish"),
+    ]
+    try:
+        yield
+    finally:
+        for fn in reversed(undo):
+            fn()
+
+
+def run_parts(path: Path, plan: list[list[Any]], write_seconds: dict[str, float]) -> dict[str, float]:
+    """Append ``plan`` (one append per item) and return microseconds per event of each part."""
+    timers = Timers()
+    events = sum(len(p) for p in plan)
+    with EventLog.open(path, LogSettings(sync=True)) as log:
+        shared = log.backend.shared  # type: ignore[attr-defined]
+        original_write = shared.write
+
+        def write(fn: Callable[[Any], Any]) -> Any:
+            started = time.perf_counter()
+            try:
+                return original_write(fn)
+            finally:
+                write_seconds["write"] += time.perf_counter() - started
+
+        shared.write = write
+        with instrumented(timers):
+            started = time.perf_counter()
+            for k, part in enumerate(plan):
+                log.append(f"session:s{k % 8}", part, actor="bench")
+            total = time.perf_counter() - started
+        shared.write = original_write
+    s = timers.seconds
+    body = s["apply"] + s["segments"] + s["finish"]  # inside the write transaction
+    out = {
+        "validate": s["validate"], "records": s["records"], "puts": s["apply"] - s["records"],
+        "segments": s["segments"], "commit": write_seconds["write"] - body,
+    }
+    out["other"] = total - sum(out.values())
+    result = {k: round(v / events * 1e6, 2) for k, v in out.items()}
+    result["total"] = round(total / events * 1e6, 2)
+    return result
+
+
+def raw_single_commits(path: Path, count: int) -> float:
+    """Microseconds per durable commit of one small put in raw LMDB (sync on)."""
+    env = lmdb.open(str(path), map_size=64 << 20, sync=True)
+    try:
+        started = time.perf_counter()
+        for i in range(count):
+            with env.begin(write=True) as txn:
+                txn.put(i.to_bytes(8, "big"), b"x" * 300)
+        return (time.perf_counter() - started) / count * 1e6
+    finally:
+        env.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--singles", type=int, default=2_000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="append-parts-"))
+    try:
+        events = [make_event(i) for i in range(max(args.events, args.singles))]
+        batches = [events[i:i + BATCH] for i in range(0, args.events, BATCH)]
+        os.sync()
+        batch = run_parts(base / "batch", batches, defaultdict(float))
+        os.sync()
+        single = run_parts(base / "single", [[e] for e in events[:args.singles]], defaultdict(float))
+        raw_commit = raw_single_commits(base / "raw", args.singles)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    result = {"batch_us_per_event": batch, "single_us_per_append": single,
+              "raw_single_commit_us": round(raw_commit, 2)}
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"{'part':<10} {'batch us/event':>15} {'single us/append':>17}")
+    for part in (*PARTS, "total"):
+        print(f"{part:<10} {batch[part]:>15.2f} {single[part]:>17.2f}")
+    print(f"anchor: raw LMDB durable commit of one put: {raw_commit:.1f} us")
+
+
+if __name__ == "__main__":
+    main()
