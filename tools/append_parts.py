@@ -22,7 +22,9 @@ microseconds per event of each part:
 The anchor, measured in the same run: raw LMDB committing one 300-byte put per
 durable commit (the sync cost). Then the purge after 1,000 single appends and the erasure of the last
 one, its payload still recent (the purge seals first), next to the same purge
-with everything sealed beforehand.
+with everything sealed beforehand. ``--main-compaction N`` also times a
+compacting rewrite of an N-event log's main environment (what a purge would
+pay if recent payloads were kept in the clear).
 """
 
 from __future__ import annotations
@@ -159,11 +161,30 @@ def purge_after_singles(path: Path, events: list[Any], sealed_first: bool) -> fl
         return time.perf_counter() - started
 
 
+def main_compaction(path: Path, events: int) -> tuple[float, int]:
+    """(seconds, bytes) of a compacting rewrite of the main environment of an
+    ``events``-event log written in 10k batches: what a purge would pay if
+    recent payloads were stored in the clear (it never does)."""
+    from eventstore.storage.compact import purge_env
+
+    with EventLog.open(path, LogSettings(sync=True)) as log:
+        for start in range(0, events, BATCH):
+            log.append("session:m", [make_event(i) for i in range(start, min(events, start + BATCH))],
+                       actor="bench")
+        shared = log.backend.shared  # type: ignore[attr-defined]
+        size = (path / "data.mdb").stat().st_size
+        started = time.perf_counter()
+        purge_env(shared, 60.0)
+        return time.perf_counter() - started, size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--singles", type=int, default=2_000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--main-compaction", type=int, default=0, metavar="N",
+                        help="also time a compacting rewrite of an N-event log's main environment")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="append-parts-"))
     try:
@@ -177,11 +198,15 @@ def main() -> None:
         few = events[:min(1000, args.singles)]
         purge_sealed = min(purge_after_singles(base / f"ps{k}", few, True) for k in range(2))
         purge_recent = min(purge_after_singles(base / f"pr{k}", few, False) for k in range(2))
+        compaction = main_compaction(base / "main", args.main_compaction) if args.main_compaction else None
     finally:
         shutil.rmtree(base, ignore_errors=True)
     result = {"batch_us_per_event": batch, "single_us_per_append": single,
               "raw_single_commit_us": round(raw_commit, 2),
               "purge_recent_s": round(purge_recent, 4), "purge_sealed_s": round(purge_sealed, 4)}
+    if compaction is not None:
+        result["main_compaction_s"] = round(compaction[0], 3)
+        result["main_env_bytes"] = compaction[1]
     if args.json:
         print(json.dumps(result))
         return
@@ -191,6 +216,9 @@ def main() -> None:
     print(f"anchor: raw LMDB durable commit of one put: {raw_commit:.1f} us")
     print(f"purge after {len(few)} single appends, the erased one still recent: {purge_recent:.4f} s; "
           f"the same with everything sealed first: {purge_sealed:.4f} s")
+    if compaction is not None:
+        print(f"compacting rewrite of the main environment ({compaction[1] / 2**20:.0f} MiB): "
+              f"{compaction[0]:.3f} s")
 
 
 if __name__ == "__main__":

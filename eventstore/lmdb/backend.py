@@ -53,6 +53,7 @@ class LmdbBackend:
             raise InvalidInputError("segment_span must be a positive integer")
         self.path = path
         self._clock = clock
+        self._appended_recent = False
         self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
         try:
             if needs_migration(self.shared) or needs_upgrade(self.shared):
@@ -82,11 +83,12 @@ class LmdbBackend:
         return self._shared
 
     def close(self) -> None:
-        """Seal the recent payloads (best effort: they are durable where they
-        are) and release this handle's reference to the environment."""
+        """Seal the recent payloads when this handle appended any (best effort:
+        they are durable where they are; a handle that only read writes
+        nothing), and release this handle's reference to the environment."""
         if self._shared is not None:
             try:
-                if self._shared.env is not None:
+                if self._appended_recent and self._shared.env is not None:
                     seal_all(self._shared)
             except MemlogError:
                 pass  # a broken log is reported by the next open
@@ -104,6 +106,7 @@ class LmdbBackend:
         payloads in the main environment until they are sealed (:mod:`.recent`)."""
         erased = False
         small = sum(len(req.payloads) for req in batch) <= RECENT_MAX
+        self._appended_recent |= small
 
         def run(txn: Any) -> list[AppendResult]:
             nonlocal erased
