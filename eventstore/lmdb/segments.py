@@ -217,6 +217,8 @@ class Segments:
         ``base``, the head an append starts from, is stored as the mark of every
         segment it puts payloads in. Return the segments where a put replaced a
         stored payload."""
+        if not puts and not deletes:  # (a small append: its payloads are in ``recent``)
+            return set()
         groups: dict[int, tuple[list[tuple[bytes, bytes]], list[int]]] = {}
         for index, part in self._split(puts):
             groups[index] = (part, [])
