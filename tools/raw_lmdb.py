@@ -14,6 +14,8 @@ import lmdb
 import msgspec
 
 from eventstore import EntryRecorded, EventLog
+from eventstore.envelope import Header
+from eventstore.events import Event
 
 __all__ = [
     "DB_NAMES",
@@ -25,6 +27,7 @@ __all__ = [
     "open_raw",
     "raw_bytes",
     "raw_scan",
+    "raw_scan_decode",
     "raw_write",
 ]
 
@@ -132,4 +135,20 @@ def raw_scan(env: Any, dbs: list[Any]) -> int:
         pays = txn.cursor(db=dbs[1]).iternext()
         for _h, _p in zip(heads, pays, strict=True):
             count += 1
+    return count
+
+
+def raw_scan_decode(env: Any, dbs: list[Any]) -> int:
+    """Cursor scan of the headers and payloads databases, each value decoded
+    with msgspec into the log's own types (the raw anchor of a read)."""
+    count = 0
+    decode_header = msgspec.msgpack.Decoder(Header).decode
+    decode_event = msgspec.msgpack.Decoder(Event).decode
+    with env.begin(buffers=True) as txn:
+        heads = txn.cursor(db=dbs[0]).iternext()
+        pays = txn.cursor(db=dbs[1]).iternext()
+        for (_, hval), (_, pval) in zip(heads, pays, strict=True):
+            decode_header(hval[PREFIX_BYTES:])
+            if decode_event(pval[SALT_BYTES:]) is not None:
+                count += 1
     return count

@@ -10,10 +10,11 @@ from typing import Any, TypeVar
 from ..backend import PreparedAppend, PurgeReport
 from ..chain import GENESIS, HASH_SIZE
 from ..envelope import AppendResult, Head, RecordedEvent, VerifyResult
-from ..errors import EventNotFoundError, InvalidInputError, StorageError
+from ..errors import EventNotFoundError, InvalidInputError, MemlogError, StorageError
 from ..events import Event
 from ..storage.compact import purge_env
 from ..storage.env import release_shared_env
+from ..storage.safety import crashpoint
 from .layout import EVENT_IDS, HEADERS, META, STREAMS, read_head_state, seq_key, seq_of_key
 from .logenv import (
     LogEnv,
@@ -26,6 +27,7 @@ from .logenv import (
 )
 from .purge import purge_log
 from .read import Snapshot, get_record, header_at, payloads_at, scan_range, scan_stream
+from .recent import RECENT_MAX, seal_all
 from .segments import DEFAULT_SPAN, SegmentReads
 from .verify import verify_log, verify_tail
 from .write import TxnWriter
@@ -51,6 +53,7 @@ class LmdbBackend:
             raise InvalidInputError("segment_span must be a positive integer")
         self.path = path
         self._clock = clock
+        self._appended_recent = False
         self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
         try:
             if needs_migration(self.shared) or needs_upgrade(self.shared):
@@ -80,21 +83,40 @@ class LmdbBackend:
         return self._shared
 
     def close(self) -> None:
-        """Release this handle's reference to the environment."""
+        """Seal the recent payloads when this handle appended any (best effort:
+        they are durable where they are; a handle that only read writes
+        nothing), and release this handle's reference to the environment."""
         if self._shared is not None:
+            try:
+                if self._appended_recent and self._shared.env is not None:
+                    seal_all(self._shared)
+            except MemlogError:
+                pass  # a broken log is reported by the next open
             release_shared_env(self._shared)
             self._shared = None
 
+    def seal(self) -> int:
+        """Move the recent payloads into their segments now (a close and a
+        purge do it too); return how many moved. Their plaintext is then in the
+        segments, which a test's positive control of a byte scan needs."""
+        return seal_all(self.shared)
+
     def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
-        """Append every request in one transaction."""
+        """Append every request in one transaction; a small one keeps its
+        payloads in the main environment until they are sealed (:mod:`.recent`)."""
         erased = False
+        small = sum(len(req.payloads) for req in batch) <= RECENT_MAX
+        self._appended_recent |= small
 
         def run(txn: Any) -> list[AppendResult]:
             nonlocal erased
-            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments)
+            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
             results = [writer.apply(req) for req in batch]
+            writer.seal_if_due()
             # Payloads are durable before the headers that name them commit.
             overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
+            if writer.sealing:
+                crashpoint("append: sealed payloads in the segments, not yet out of recent")
             writer.finish(overwritten)
             erased = bool(writer.erased)
             return results
@@ -131,7 +153,7 @@ class LmdbBackend:
     def _read(self, fn: Callable[[Snapshot], T]) -> T:
         """``fn(snapshot)`` in one read operation."""
         def run(txn: Any) -> T:
-            with SegmentReads(self.shared.segments) as segs:
+            with SegmentReads(self.shared.segments, txn, self.shared.dbs) as segs:
                 return fn(Snapshot(txn, self.shared.dbs, segs, self.shared.env))
 
         return self.shared.read(run)

@@ -10,7 +10,7 @@ started from):
 - every segment holding a seq at or below the head exists, unless every one
   of those seqs was erased (``erased``); its data file must be whole (checked
   against its meta pages, without mapping it);
-- the head's own payload is stored (no tombstone can erase the last event:
+- the head's own payload is stored, in ``recent`` or its segment (no tombstone can erase the last event:
   it would need a later one);
 - no segment at or after the head's carries a mark beyond the head: that
   append started from a head this main environment never had, so the main
@@ -34,7 +34,8 @@ from typing import Any
 
 from ..errors import CorruptionError
 from ..storage.shape import check_data_file
-from .layout import ERASED, META, read_head_state, seq_key
+from .layout import ERASED, META, RECENT, read_head_state, seq_key
+from .recent import read_sealed
 from .segments import Segments
 
 __all__ = ["check_head"]
@@ -54,12 +55,22 @@ def check_head(env: Any, dbs: dict[bytes, Any], segments: Segments, data_file: P
                     f"below the log's head (seq {head})")
     for index in sorted(i for i in on_disk if i <= segments.required_upto):
         check_data_file(segments.data_file(index), must_exist="the log's head lies after this segment")
-    if head and segments.payload(head) is None:
+    if head and not _head_payload_stored(env, dbs, segments, head):
         raise CorruptionError(
             f"{segments.data_file(segments.index_of(head))} lacks the payload of the log's "
             f"head (seq {head})", seq=head)
     for index in sorted(i for i in on_disk if i >= max(segments.required_upto, 0)):
         _check_mark(env, dbs, segments, index, head, data_file)
+
+
+def _head_payload_stored(env: Any, dbs: dict[bytes, Any], segments: Segments, head: int) -> bool:
+    """Whether the head's payload is stored: in ``recent`` when it was not
+    sealed yet (:mod:`.recent`), else in its segment."""
+    with env.begin() as txn:
+        sealed = read_sealed(txn, dbs[META])
+        if sealed is not None and head > sealed:
+            return txn.get(seq_key(head), db=dbs[RECENT]) is not None
+    return segments.payload(head) is not None
 
 
 def _all_erased(txn: Any, erased: Any, segments: Segments, index: int, head: int) -> bool:

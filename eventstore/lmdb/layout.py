@@ -8,13 +8,19 @@ Named databases:
 - ``streams``: stream -> last version (8 bytes)
 - ``stream_index``: stream | 0x00 | version(8) -> seq(8)
 - ``event_ids``: event id -> seq(8)
+- ``recent``: seq(8) -> nonce(16) | the stored payload (salt | payload) under
+  the key of the seq's segment: payloads of small appends, committed with
+  their headers in one transaction and sealed into the segments later (see
+  :mod:`eventstore.lmdb.recent`)
 - ``erased``: seq(8) -> empty, every seq whose payload a committed tombstone
   erased (written with the tombstone; format 3), so that a read tells an erased
   payload from a lost one without walking the log
 - ``meta``: ``head`` (seq, chain hash, time in one record), ``format``,
   ``span`` (seqs per payload segment), ``erasing`` (seqs whose tombstone is
   committed but whose payload deletion may not be) and ``dirty`` (segments
-  holding freed payload bytes until the next purge)
+  holding freed payload bytes until the next purge) and ``sealed`` (every
+  payload of a seq at or below it is in the segments; the ones after it are in
+  ``recent``; absent when ``recent`` is empty)
 
 Integers in keys are 8-byte big-endian so that byte order is numeric order.
 """
@@ -37,6 +43,8 @@ __all__ = [
     "HEADERS",
     "META",
     "PAYLOADS",
+    "RECENT",
+    "SEALED",
     "SPAN",
     "STREAMS",
     "STREAM_INDEX",
@@ -58,13 +66,15 @@ STREAM_INDEX = b"stream_index"
 EVENT_IDS = b"event_ids"
 META = b"meta"
 ERASED = b"erased"
-DB_NAMES = (HEADERS, PAYLOADS, STREAMS, STREAM_INDEX, EVENT_IDS, META, ERASED)
+RECENT = b"recent"
+DB_NAMES = (HEADERS, PAYLOADS, STREAMS, STREAM_INDEX, EVENT_IDS, META, ERASED, RECENT)
 # 1: payloads in the main environment; 2: payloads in segments; 3: the
 # ``erased`` database and the segments' append marks.
 FORMAT_VERSION = 3
 ERASING = b"erasing"
 DIRTY = b"dirty"
 SPAN = b"span"
+SEALED = b"sealed"
 
 _U64 = struct.Struct(">Q")
 seq_key = _U64.pack

@@ -24,6 +24,8 @@ process closes its segments whenever it reopens the main environment.
 
 from __future__ import annotations
 
+import bisect
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -34,14 +36,19 @@ import lmdb
 from ..errors import CorruptionError, StorageError
 from ..storage.files import ensure_private_dir
 from ..storage.shape import check_data_file, lmdb_error
-from .layout import seq_key, seq_of_key
+from .layout import META, RECENT, seq_key, seq_of_key
+from .recent import read_sealed, reveal, segment_key
 
-__all__ = ["DEFAULT_SPAN", "MARK", "SegmentReads", "Segments"]
+__all__ = ["DEFAULT_SPAN", "KEY", "MARK", "SegmentReads", "Segments"]
 
 DEFAULT_SPAN = 1 << 16
 # Key of a segment's append mark: the head the last append writing to the
 # segment started from. Eight zero bytes sort before every seq (seqs start at 1).
 MARK = seq_key(0)
+# Key of the segment's key, which conceals the recent payloads of its seqs
+# (:mod:`.recent`); sorts after the mark and before every seq.
+KEY = MARK + b"k"
+_FIRST = seq_key(1)
 _INITIAL_MAP = 32 << 20
 _MAX_GROWTH_STEP = 8 << 30
 T = TypeVar("T")
@@ -63,6 +70,7 @@ class Segments:
         self.sync = sync
         self.required_upto = -1  # segments 0..required_upto must exist
         self._envs: dict[int, Any] = {}
+        self._keys: dict[int, bytes] = {}
         self._lock = threading.Lock()
 
     def index_of(self, seq: int) -> int:
@@ -133,6 +141,7 @@ class Segments:
         """Close one segment's environment, or all of them."""
         with self._lock:
             for key in list(self._envs) if index is None else [index]:
+                self._keys.pop(key, None)
                 env = self._envs.pop(key, None)
                 if env is not None:
                     env.close()
@@ -150,7 +159,35 @@ class Segments:
             return bytes(cursor.key()) if cursor.last() else None
 
         raw = self._read(index, last)
-        return 0 if raw is None or raw == MARK else seq_of_key(raw)
+        return 0 if raw is None or raw < _FIRST else seq_of_key(raw)
+
+    def key(self, index: int, create: bool = False) -> bytes | None:
+        """The key of segment ``index`` (:data:`KEY`); with ``create``, made and
+        committed durably when it has none."""
+        found = self._keys.get(index)
+        if found is None:
+            found = self._read(index, lambda txn: txn.get(KEY))
+        if found is None and create:
+            fresh = secrets.token_bytes(32)
+
+            def make(txn: Any) -> bytes:
+                old = txn.get(KEY)
+                if old is not None:
+                    return bytes(old)
+                txn.put(KEY, fresh)
+                return fresh
+
+            found = self._in_write(index, self.env(index, create=True), make)
+        if found is not None:
+            self._keys[index] = found
+        return found
+
+    def drop_key(self, index: int) -> None:
+        """Delete the key of segment ``index`` (a purge, before its compacting copy)."""
+        env = self.env(index)
+        if env is not None and self.key(index) is not None:
+            self._in_write(index, env, lambda txn: txn.delete(KEY))
+        self._keys.pop(index, None)
 
     def payload(self, seq: int) -> bytes | None:
         """The stored value of ``seq`` (outside any read operation), or None."""
@@ -180,12 +217,25 @@ class Segments:
         ``base``, the head an append starts from, is stored as the mark of every
         segment it puts payloads in. Return the segments where a put replaced a
         stored payload."""
+        if not puts and not deletes:  # (a small append: its payloads are in ``recent``)
+            return set()
         groups: dict[int, tuple[list[tuple[bytes, bytes]], list[int]]] = {}
-        for key, value in puts:
-            groups.setdefault(self.index_of(seq_of_key(key)), ([], []))[0].append((key, value))
+        for index, part in self._split(puts):
+            groups[index] = (part, [])
         for seq in deletes:
             groups.setdefault(self.index_of(seq), ([], []))[1].append(seq)
         return {index for index in sorted(groups) if self._write_one(index, *groups[index], base)}
+
+    def _split(self, puts: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[int, list[tuple[bytes, bytes]]]]:
+        """(segment, its puts) of ``puts``, sorted by key first: a slice per
+        segment, found by bisection (not a lookup per payload)."""
+        items = sorted(puts)  # already in order: a linear check
+        start = 0
+        while start < len(items):
+            index = self.index_of(seq_of_key(items[start][0]))
+            end = bisect.bisect_left(items, (seq_key((index + 1) * self.span + 1),), lo=start)
+            yield index, items[start:end]
+            start = end
 
     def _write_one(self, index: int, items: list[tuple[bytes, bytes]], gone: list[int],
                    base: int | None) -> bool:
@@ -259,12 +309,18 @@ class SegmentReads:
     """Read transactions on the segments, for the span of one read operation.
 
     Begin it after the main read transaction: a header visible there has its
-    payload committed already (payloads are committed first).
+    payload committed already (payloads are committed first). Given that
+    transaction (``main``, with the main databases ``dbs``), the payloads of
+    seqs after meta ``sealed`` come from ``recent`` (:mod:`.recent`).
     """
 
-    def __init__(self, segments: Segments) -> None:
+    def __init__(self, segments: Segments, main: Any = None, dbs: dict[bytes, Any] | None = None,
+                 ) -> None:
         self.segments = segments
         self._txns: dict[int, Any] = {}
+        self._main = main
+        self._recent = None if dbs is None else dbs[RECENT]
+        self.sealed = None if main is None or dbs is None else read_sealed(main, dbs[META])
 
     def __enter__(self) -> SegmentReads:
         return self
@@ -295,6 +351,9 @@ class SegmentReads:
 
     def get(self, seq: int) -> Any:
         """The stored value of ``seq`` (a buffer valid within the operation), or None."""
+        if self.sealed is not None and seq > self.sealed:
+            raw = self._main.get(seq_key(seq), db=self._recent)
+            return None if raw is None else reveal(segment_key(self.segments, seq), raw)
         index = self.segments.index_of(seq)
         txn = self.txn(index)
         if txn is None:
@@ -306,7 +365,31 @@ class SegmentReads:
 
     def items(self, start: int, stop: int) -> Iterator[tuple[Any, Any]]:
         """Stored (key, value) pairs with ``start <= seq``, segment after segment,
-        up to the segment holding ``stop`` (keys after ``stop`` may follow)."""
+        up to the segment holding ``stop`` (keys after ``stop`` may follow), then
+        the recent ones."""
+        sealed = self.sealed
+        if sealed is None:
+            yield from self._segment_items(start, stop)
+            return
+        if start <= sealed:
+            limit = seq_key(sealed)
+            for key, value in self._segment_items(start, min(stop, sealed)):
+                if bytes(key) > limit:  # a copy left by a seal that never committed
+                    break
+                yield key, value
+        yield from ((seq_key(seq), value) for seq, value in self.recent_items(max(start, sealed + 1)))
+
+    def recent_items(self, start: int = 1) -> Iterator[tuple[int, bytes]]:
+        """The recent payloads from seq ``start`` on, revealed, as (seq, stored)."""
+        if self.sealed is None:
+            return
+        cursor = self._main.cursor(db=self._recent)
+        if cursor.set_range(seq_key(start)):
+            for key, value in cursor.iternext():
+                seq = seq_of_key(key)
+                yield seq, reveal(segment_key(self.segments, seq), value)
+
+    def _segment_items(self, start: int, stop: int) -> Iterator[tuple[Any, Any]]:
         first = seq_key(max(1, start))
         for index in range(self.segments.index_of(max(1, start)), self.segments.index_of(stop) + 1):
             txn = self.txn(index)

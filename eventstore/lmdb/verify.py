@@ -41,7 +41,7 @@ from ..envelope import Header, VerifyResult
 from ..errors import CorruptionError
 from .layout import ERASING, HEADERS, META, HeadState, read_head_state, read_int_set, seq_key, seq_of_key
 from .read import Snapshot
-from .segments import MARK
+from .segments import KEY, MARK
 from .verify_index import IndexCheck, Problems
 
 __all__ = ["verify_log", "verify_tail"]
@@ -121,14 +121,18 @@ class _Payloads:
             self.pending = next(self._items, None)
 
     def _all(self) -> Iterator[tuple[int, Buffer]]:
-        segments = self.snap.segs.segments
-        for index in segments.on_disk():
-            txn = self.snap.segs.txn(index)
+        segs = self.snap.segs
+        for index in segs.segments.on_disk():
+            txn = segs.txn(index)
             if txn is not None:
                 try:
-                    yield from self._segment(index, txn)
+                    for seq, value in self._segment(index, txn):
+                        # (after ``sealed``: a copy left by a seal that never committed)
+                        if segs.sealed is None or seq <= segs.sealed:
+                            yield seq, value
                 except lmdb.Error as exc:
-                    raise self.snap.segs.error(exc, index) from None
+                    raise segs.error(exc, index) from None
+        yield from segs.recent_items()
 
     def _segment(self, index: int, txn: Any) -> Iterator[tuple[int, Buffer]]:
         span, head = self.snap.segs.segments.span, self.head
@@ -137,6 +141,8 @@ class _Payloads:
         for key, value in txn.cursor().iternext():
             if key == MARK:
                 mark = seq_of_key(value)
+                continue
+            if key == KEY:
                 continue
             try:
                 seq = seq_of_key(key)

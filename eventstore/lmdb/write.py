@@ -23,6 +23,7 @@ from .layout import (
     EVENT_IDS,
     HEADERS,
     META,
+    RECENT,
     STREAM_INDEX,
     STREAMS,
     HeadState,
@@ -33,6 +34,7 @@ from .layout import (
     write_head_state,
     write_int_set,
 )
+from .recent import SEAL_AT, conceal, read_sealed, take_recent, write_sealed
 from .segments import Segments
 
 __all__ = ["TxnWriter"]
@@ -57,19 +59,26 @@ class TxnWriter:
     this transaction started from) as the segments' append mark; erased seqs
     go to ``erased`` for good and to ``meta`` (``erasing``) for the deletion
     that follows the commit.
+
+    With ``recent``, the payloads go to the main ``recent`` database instead,
+    concealed (:mod:`.recent`), and commit with the headers.
     """
 
     def __init__(self, txn: Any, dbs: dict[bytes, Any], clock: Callable[[], int],
-                 segments: Segments) -> None:
+                 segments: Segments, recent: bool = False) -> None:
         self.txn = txn
         self.dbs = dbs
         self.segments = segments
+        self.recent = recent
         self.head: HeadState = read_head_state(txn, dbs[META])
         self.base = self.head.seq
+        self.sealed = self.was_sealed = read_sealed(txn, dbs[META])
         self.now = max(clock(), self.head.time)
         self.headers = txn.cursor(db=dbs[HEADERS])
         self.payloads: list[tuple[bytes, bytes]] = []
         self.erased: set[int] = set()
+        self.sealing = False  # recent payloads are taken to the segments
+        self.put_recent = False
 
     def apply(self, req: PreparedAppend) -> AppendResult:
         """Append one request (or recognise it as a retry)."""
@@ -82,7 +91,10 @@ class TxnWriter:
         first = self.head.seq + 1
         headers, payloads, ids, index = self._records(req, first, version)
         _put_all(self.headers, headers, f"seq {first} already exists in the log", append=True)
-        self.payloads.extend(payloads)
+        if self.recent:
+            self._put_recent(payloads)
+        else:
+            self.payloads.extend(payloads)
         _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
                  "an event id of this append is already in the log", duplicate=True)
         # A clash means ``streams`` fell behind the index: taking over the entry would
@@ -96,6 +108,31 @@ class TxnWriter:
             event_ids=req.event_ids, recorded_at=self.now,
         )
 
+    def _put_recent(self, payloads: list[tuple[bytes, bytes]]) -> None:
+        if self.sealed is None:
+            self.sealed = self.base  # every payload up to here is in the segments
+        keys: dict[int, bytes | None] = {}
+        items = []
+        for key, stored in payloads:
+            index = self.segments.index_of(seq_of_key(key))
+            if index not in keys:
+                keys[index] = self.segments.key(index, create=True)
+            items.append((key, conceal(keys[index] or b"", stored)))
+        self.put_recent = True
+        _put_all(self.txn.cursor(db=self.dbs[RECENT]), items,
+                 "a recent payload after the log's head already exists", append=True)
+
+    def seal_if_due(self) -> None:
+        """Take every recent payload into :attr:`payloads` (for the segments)
+        when this append goes to the segments or ``recent`` is full."""
+        if self.sealed is None:
+            return
+        if self.recent and self.txn.stat(self.dbs[RECENT])["entries"] < SEAL_AT:
+            return
+        self.payloads[:0] = take_recent(self.txn, self.dbs, self.segments)
+        self.sealed = None
+        self.sealing = True
+
     def finish(self, overwritten: set[int]) -> None:
         """Store the new head and the erasure marks; call once, before commit.
 
@@ -104,6 +141,8 @@ class TxnWriter:
         """
         meta = self.dbs[META]
         write_head_state(self.txn, meta, self.head)
+        if self.sealed != self.was_sealed or (self.put_recent and self.sealed is not None):
+            write_sealed(self.txn, meta, self.sealed, self.base)
         if self.erased:
             erasing = read_int_set(self.txn, meta, ERASING) | self.erased
             write_int_set(self.txn, meta, ERASING, erasing)
@@ -114,29 +153,30 @@ class TxnWriter:
             write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)
 
     def _records(self, req: PreparedAppend, first: int, version: int) -> tuple[list[Any], ...]:
-        """Encode every record of the request and advance the chain."""
-        count = len(req.payloads)
-        salts = new_salts(count)
+        """Encode every record of the request and advance the chain (the batch
+        path's per-event loop: names bound locally, one zip, no indexing)."""
+        salts = new_salts(len(req.payloads))
         link, now, stream, actor = self.head.hash, self.now, req.stream, req.actor
+        cause, corr, erases = req.causation_id, req.correlation_id, req.erases
         prefix = stream.encode() + b"\x00"
+        encode, digest, key_of = encode_header_fields, sha256, seq_key
         headers, payloads, ids, index = [], [], [], []
-        for i, payload in enumerate(req.payloads):
-            seq, at = first + i, version + 1 + i
+        seq, at, salt_at = first, version + 1, 0
+        for payload, eid, etype, schema in zip(req.payloads, req.event_ids, req.types,
+                                               req.schema_versions, strict=True):
             # A tuple encodes exactly as the array-like Header (tested), without building one.
-            header = encode_header_fields((
-                seq, stream, at, req.event_ids[i], req.types[i], now, actor,
-                req.causation_id, req.correlation_id, req.schema_versions[i],
-                req.erases if i == 0 else (),
-            ))
-            stored = salts[i * SALT_SIZE : (i + 1) * SALT_SIZE] + payload
-            commitment = sha256(stored).digest()
-            link = sha256(link + header + commitment).digest()
-            key = seq_key(seq)
+            header = encode((seq, stream, at, eid, etype, now, actor, cause, corr, schema, erases))
+            erases = ()  # the tombstone is an erasing append's only event
+            stored = salts[salt_at : salt_at + SALT_SIZE] + payload
+            commitment = digest(stored).digest()
+            link = digest(link + header + commitment).digest()
+            key = key_of(seq)
             headers.append((key, link + commitment + header))
             payloads.append((key, stored))
-            ids.append((req.event_ids[i].encode(), key))
-            index.append((prefix + seq_key(at), key))
-        self.head.seq = first + count - 1
+            ids.append((eid.encode(), key))
+            index.append((prefix + key_of(at), key))
+            seq, at, salt_at = seq + 1, at + 1, salt_at + SALT_SIZE
+        self.head.seq = seq - 1
         self.head.hash = link
         self.head.time = now
         return headers, payloads, ids, index
@@ -157,6 +197,8 @@ class TxnWriter:
             if seq < 1 or seq > self.head.seq:
                 raise InvalidEventError(f"cannot erase seq {seq}: the log head is {self.head.seq}")
             self.erased.add(seq)
+            if self.sealed is not None and seq > self.sealed:  # gone with the tombstone's commit
+                self.txn.delete(seq_key(seq), db=self.dbs[RECENT])
 
     def _previous_result(self, req: PreparedAppend) -> AppendResult | None:
         ids_db = self.dbs[EVENT_IDS]

@@ -70,6 +70,7 @@ class SharedEnv:
         self.db_names = db_names
         self.sync = sync
         self.refs = 0
+        self._generation_file = path / "generation"  # built once: read before every operation
         ensure_private_dir(path)
         self.lock = MaintenanceLock(path / "maint.lock")
         self.generation = -1
@@ -178,7 +179,7 @@ class SharedEnv:
         thread is inside an operation (``depth``: this thread's own, outer ones)."""
         with self._users:
             while True:
-                generation = read_int_file(self.path / "generation")
+                generation = read_int_file(self._generation_file)
                 if generation == RETIRED:
                     raise RetiredError(f"{self.path} was replaced by a rebuild; reopen the store")
                 if self.env is not None and generation == self.generation:

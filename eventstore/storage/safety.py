@@ -5,14 +5,17 @@ Also the failpoints of the purge: :func:`crashpoint` names every file-system
 step of a deletion's purge, so a test can kill the process (``os._exit``)
 before any one of them and check that the next open finishes the work
 (``MEMLOG_CRASH_AT=N`` exits before the N-th step; ``MEMLOG_CRASH_TRACE=FILE``
-appends each step's name to FILE). Both are read when a step runs, never at
-import, and cost one dictionary lookup when unset.
+appends each step's name to FILE; with ``MEMLOG_CRASH_KILL=1`` the process
+kills itself with SIGKILL instead of exiting). They are read when a step runs,
+never at import, and cost one dictionary lookup when unset. The sealing of
+recent payloads (:mod:`eventstore.lmdb.recent`) has failpoints too.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -85,4 +88,6 @@ def crashpoint(step: str) -> None:
         with open(trace, "a") as fh:
             fh.write(f"{_steps[0]} {step}\n")
     if at is not None and _steps[0] == int(at):
+        if os.environ.get("MEMLOG_CRASH_KILL"):
+            os.kill(os.getpid(), signal.SIGKILL)
         os._exit(CRASH_EXIT)

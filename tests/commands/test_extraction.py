@@ -178,6 +178,7 @@ def test_deleting_the_source_deletes_what_was_extracted(tmp_path: Path) -> None:
         with mem.proj.read() as views:
             derived = set(views.derived_from(source))
         assert len(derived) == 3  # a decision, a lesson and the handoff
+        mem.log.backend.seal()  # recent payloads are concealed until sealed (eventstore/lmdb/recent.py)
         assert scan_tree(root, [secret.encode()])[0]  # positive control
         report = mem.delete(ids=[source], reason="erasure request", requested_by="dpo")
         assert derived <= set(report.ids) and report.verified

@@ -123,6 +123,7 @@ def test_deleting_a_source_erases_the_summary_and_writes_it_again(tmp_path: Path
     mem, sid, ids, old = _erasure_store(root, secret)
     with mem:
         old_text = mem.show(old).content
+        mem.log.backend.seal()  # recent payloads are concealed until sealed (eventstore/lmdb/recent.py)
         assert scan_tree(root, [secret.encode(), old_text.encode()])[0]  # positive control
         report = mem.delete(ids=[ids[0]], reason="erasure request", requested_by="dpo")
         assert set(report.ids) == {ids[0], old} and report.verified

@@ -1,0 +1,161 @@
+"""Recent payloads: one durable commit per small append, sealed into segments later.
+
+A small append (at most :data:`RECENT_MAX` events) stores its payloads in the
+main environment's ``recent`` database, in the same transaction as its
+headers: one commit, one pair of syncs, as raw LMDB pays for the same records.
+Every :data:`SEAL_AT` recent payloads, any larger append, a purge and a clean
+close *seal* them: the payloads go to their segments (one durable segment
+commit), then the transaction that commits next empties ``recent``. Meta
+``sealed`` (S) says where they are: a seq at or below S has its payload in a
+segment, a seq after it in ``recent``; absent, ``recent`` is empty.
+
+The main environment is never compacted by a purge (it is large), so no
+content may be readable in its freed pages once erased. A recent value is
+therefore stored concealed: ``nonce(16) | (salt | payload) XOR
+SHAKE-256(key | nonce)``, under the key of the seq's payload segment
+(:data:`~.segments.KEY`, 32 random bytes, created durably in the segment
+before the first append that uses it). The salt is concealed too: with it, the
+commitment would let a guess be checked. A purge seals every recent payload,
+then deletes the key of every segment it rewrites, so the compacting copy
+holds no key and the old file is zero-filled: the concealed bytes left in the
+main environment's freed pages can no longer be revealed. A seq's key stays
+its segment's key until a purge of that segment, which follows the erasure of
+any of its seqs; so an erased seq's key is gone once the purge is done.
+
+Write order, so that a crash at any point loses nothing acknowledged:
+
+- a key is committed to its segment before the main commit that uses it;
+- sealing commits the payloads to the segments (with the append mark: the
+  head the last sealed append started from) before the main commit that empties ``recent``; a crash in between
+  leaves copies in the segments after S, which reads ignore and the next seal
+  overwrites;
+- an erase deletes a recent payload in the tombstone's own transaction.
+"""
+
+from __future__ import annotations
+
+import secrets
+from hashlib import shake_256
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CorruptionError
+from ..storage.safety import crashpoint
+from .layout import (
+    DIRTY,
+    META,
+    RECENT,
+    SEALED,
+    read_int_set,
+    seq_key,
+    seq_of_key,
+    write_int_set,
+)
+
+if TYPE_CHECKING:
+    from .logenv import LogEnv
+    from .segments import Segments
+
+__all__ = [
+    "NONCE_SIZE",
+    "RECENT_MAX",
+    "SEAL_AT",
+    "conceal",
+    "last_recent_base",
+    "read_sealed",
+    "reveal",
+    "seal_all",
+    "take_recent",
+    "write_sealed",
+]
+
+NONCE_SIZE = 16
+# Appends of at most this many events keep their payloads in ``recent`` (an
+# agent's turn appends 1-3); larger ones pay the segments' commit directly.
+RECENT_MAX = 8
+SEAL_AT = 1024  # ``recent`` is sealed once it holds this many payloads
+
+
+def _xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
+    pad = shake_256(key + nonce).digest(len(data))
+    size = len(data)
+    return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
+
+
+def conceal(key: bytes, stored: bytes) -> bytes:
+    """The recent value of ``stored`` (salt | payload) under ``key``."""
+    nonce = secrets.token_bytes(NONCE_SIZE)
+    return nonce + _xor(key, nonce, stored)
+
+
+def reveal(key: bytes, value: Any) -> bytes:
+    """The stored payload (salt | payload) of a recent value."""
+    value = bytes(value)
+    return _xor(key, value[:NONCE_SIZE], value[NONCE_SIZE:])
+
+
+def read_sealed(txn: Any, meta: Any) -> int | None:
+    """S: payloads of seqs after it are in ``recent``; None when it is empty."""
+    raw = txn.get(SEALED, db=meta)
+    return None if raw is None else seq_of_key(bytes(raw)[:8])
+
+
+def last_recent_base(txn: Any, meta: Any) -> int:
+    """The head the last append into ``recent`` started from (S when none did)."""
+    raw = bytes(txn.get(SEALED, db=meta) or b"")
+    return seq_of_key(raw[8:] if len(raw) == 16 else raw)
+
+
+def write_sealed(txn: Any, meta: Any, sealed: int | None, last_base: int = 0) -> None:
+    """Store S and the head the last append into ``recent`` started from
+    (None: ``recent`` is empty)."""
+    if sealed is None:
+        txn.delete(SEALED, db=meta)
+    else:
+        txn.put(SEALED, seq_key(sealed) + seq_key(max(sealed, last_base)), db=meta)
+
+
+def take_recent(txn: Any, dbs: dict[bytes, Any], segments: Segments) -> list[tuple[bytes, bytes]]:
+    """Every recent payload, revealed, as (key, stored) in seq order; ``recent``
+    is emptied and S dropped in ``txn`` (the caller commits the payloads to
+    the segments before ``txn`` commits)."""
+    items = []
+    for key, value in txn.cursor(db=dbs[RECENT]):
+        key = bytes(key)
+        items.append((key, reveal(segment_key(segments, seq_of_key(key)), value)))
+    if items:
+        txn.drop(dbs[RECENT], delete=False)
+    write_sealed(txn, dbs[META], None)
+    return items
+
+
+def segment_key(segments: Segments, seq: int) -> bytes:
+    """The key concealing ``seq``'s recent payload; CorruptionError when lost."""
+    index = segments.index_of(seq)
+    key = segments.key(index)
+    if key is None:
+        raise CorruptionError(
+            f"{segments.data_file(index)} lacks the key of the recent payload of seq {seq}", seq=seq)
+    return key
+
+
+def seal_all(shared: LogEnv) -> int:
+    """Move every recent payload into its segment; return how many moved."""
+    if shared.read(lambda txn: read_sealed(txn, shared.dbs[META])) is None:
+        return 0
+
+    def run(txn: Any) -> int:
+        meta = shared.dbs[META]
+        if read_sealed(txn, meta) is None:
+            return 0
+        # The mark is the head the last sealed append started from: a main file
+        # that lost exactly that append (and this seal) reads as its crash, as
+        # it would without the seal; one that lost more is refused.
+        base = last_recent_base(txn, meta)
+        items = take_recent(txn, shared.dbs, shared.segments)
+        overwritten = shared.segments.write(items, base=base)
+        crashpoint("seal: payloads in the segments, not yet out of recent")
+        if overwritten:  # leftovers of an append that never committed were replaced
+            write_int_set(txn, meta, DIRTY, read_int_set(txn, meta, DIRTY) | overwritten)
+        return len(items)
+
+    return shared.write(run)
