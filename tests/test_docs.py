@@ -1,4 +1,4 @@
-"""The examples in docs/cli.md, docs/library.md and docs/integrations.md run as written."""
+"""The examples in docs/cli.md, docs/library.md, docs/integrations.md and docs/scale-out.md run as written."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,22 @@ def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         for block in code:
             exec(compile(block, "docs/lifecycle.md", "exec"), scope)
     assert os.path.isdir(tmp_path / "resources" / "store")
+
+
+@pytest.mark.nats_cluster
+def test_scale_out_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/scale-out.md: the python blocks run in order from the repository
+    root (they start and stop a throwaway 3-node cluster)."""
+    monkeypatch.chdir(DOCS.parent)
+    scope: dict[str, object] = {}
+    code = blocks("scale-out.md", "python")
+    assert len(code) >= 3
+    try:
+        for block in code:
+            exec(compile(block, "docs/scale-out.md", "exec"), scope)
+    finally:
+        cluster = scope.get("cluster")
+        if cluster is not None:
+            cluster.stop()  # type: ignore[attr-defined]
+        if isinstance(scratch := scope.get("scratch"), str):
+            shutil.rmtree(scratch, ignore_errors=True)
