@@ -38,6 +38,10 @@ class Store:
         self._chunks: dict[int, Chunk] = {}
         self.erased_done: set[int] = set()  # erased event seqs whose payload this client deleted
         self.swept_to = 0  # stream seq up to which this client's purges swept orphan payloads
+        # Whether other writers are appending: then an append catches the index up
+        # beside its payloads; else it relies on its commit's compare-and-set
+        # (write.py, step 2). Set by each append's first commit attempt.
+        self.contended = True
         try:
             self.replicas = self.client.run(self._ensure_stream(location.replicas))
         except BaseException:

@@ -5,8 +5,11 @@
 2. Publish the payloads (pipelined, ``Nats-Msg-Id: p.<event id>.<attempt>``:
    a request retried after a timeout is stored once; a new attempt stores a
    new copy, never pointing at a copy an earlier attempt may have erased),
-   while the index catches up (the two overlap: one round trip less). Then
-   check every request against the caught-up index: a retry found now returns
+   while the index catches up (the two overlap: one round trip less). A
+   client whose last append committed at its first attempt (no other writer
+   came between) skips that catch-up: the commit's compare-and-set on the last
+   chunk (step 3) proves the index was current, and fails (step 4) when it was
+   not. Then check every request against the index: a retry found now returns
    the original result and its new copies are erased; a stale expected version
    raises and the append's payloads are erased. Payloads are orphans until a
    chunk names them. A failed append erases its own only when its commit
@@ -85,8 +88,9 @@ def append(store: Store, batch: Sequence[PreparedAppend], clock: Any) -> list[Ap
         if all(r is not None for r in plan.results):
             return [r for r in plan.results if r is not None]
         try:
+            caught_up = store.contended
             _store_payloads(store, plan)  # beside the catch-up: one round trip less
-            _check(store.index, plan, landed=False)
+            _check_current(store, plan, caught_up)
             _drop_resolved(store, plan)
             if all(r is not None for r in plan.results):
                 return [r for r in plan.results if r is not None]
@@ -95,6 +99,18 @@ def append(store: Store, batch: Sequence[PreparedAppend], clock: Any) -> list[Ap
             if not plan.uncertain:
                 _erase_fresh(store, plan)
             raise
+
+
+def _check_current(store: Store, plan: _Plan, caught_up: bool) -> None:
+    """:func:`_check` before the commit; a refusal by an index that did not
+    catch up first is looked at again once it has (it may only be stale)."""
+    try:
+        _check(store.index, plan, landed=False)
+    except (ConcurrencyError, InvalidEventError):
+        if caught_up:
+            raise
+        store.contended = True
+        _check(store.catch_up(), plan, landed=False)
 
 
 def _check(index: Index, plan: _Plan, *, landed: bool) -> None:
@@ -158,7 +174,8 @@ def _store_payloads(store: Store, plan: _Plan) -> None:
     future = store.client.submit(publish_all())
     failed: BaseException | None = None
     try:
-        store.catch_up()  # meanwhile: the id check and the versions need the head
+        if store.contended:
+            store.catch_up()  # meanwhile: the id check and the versions need the head
     except BaseException as exc:  # raised once the payloads are noted (so a failure erases them)
         failed = exc
     acks = store.client.wait(future, timeout=store.client.timeout * (1 + len(jobs) // 1000))
@@ -189,6 +206,7 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
         except NatsApiError as exc:
             if exc.err_code not in _REBUILD:
                 raise
+            store.contended = True  # another writer came between: catch up before the next append
             found = _LAST.search(exc.description)
             seen = int(found.group(1)) if found else 0
         except NatsUnavailableError:
@@ -196,6 +214,7 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
             if time.monotonic() > deadline:
                 raise
         else:
+            store.contended = attempt > 0
             plan.uncertain = True
             plan.fresh.clear()  # committed: these payloads are named now
             _take_in(store, messages, ack)

@@ -184,6 +184,33 @@ def test_retry_from_another_client_is_idempotent(nats_node: Cluster) -> None:  #
         assert second.head().seq == 1 and second.seq_of("id-1") == 1
 
 
+def test_a_stale_index_is_never_taken_for_a_conflict(nats_node: Cluster) -> None:  # noqa: F811
+    """A client whose last append committed at once skips the catch-up before
+    its next one (its commit's compare-and-set proves the index current); what
+    another client wrote meanwhile is then caught up, never refused: an expected
+    version or an erased seq its stale index does not know yet."""
+    url = stream_url(nats_node)
+    with EventLog.open(url) as a, EventLog.open(url) as b:
+        a.append("s:a", [entry(1)], actor="t")
+        a.append("s:a", [entry(2)], actor="t")
+        store = a.backend.store  # type: ignore[attr-defined]
+        assert store.contended is False
+        b.append("s:b", [entry(3), entry(4)], actor="t")
+        assert a.append("s:b", [entry(5)], actor="t", expected_version=2).first_seq == 5
+        b.append("s:b", [entry(6)], actor="t")
+        a.append("s:a", [entry(7)], actor="t")  # lost the race once: then committed
+        b.append("s:c", [entry(8)], actor="t")
+        a.append("s:a", [entry(9)], actor="t")
+        a.append("s:a", [entry(10)], actor="t")
+        assert store.contended is False
+        last = b.append("s:c", [entry(11)], actor="t").first_seq
+        a.erase([last], EntriesDeleted(request_id="r", entry_ids=("e11",), erased_seqs=(last,)),
+                stream="system", actor="dpo")
+        with pytest.raises(ConcurrencyError):
+            a.append("s:b", [entry(12)], actor="t", expected_version=1)
+        assert a.head().seq == b.head().seq == last + 1 and a.verify().ok
+
+
 def test_erase_deletes_the_payload_on_the_server(nats_node: Cluster) -> None:  # noqa: F811
     """After erase the payload message is gone from the stream (not only hidden),
     the chain verifies, and purge reports the Raft bound."""
