@@ -27,7 +27,8 @@ from .logenv import (
 )
 from .purge import purge_log
 from .read import Snapshot, get_record, header_at, payloads_at, scan_range, scan_stream
-from .recent import RECENT_MAX, seal_all
+from .recent import RECENT_MAX
+from .seal import seal_all
 from .segments import DEFAULT_SPAN, SegmentReads
 from .verify import verify_log, verify_tail
 from .write import TxnWriter

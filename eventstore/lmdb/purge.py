@@ -14,7 +14,7 @@ from ..storage.compact import Swap, sweep_scratch
 from ..storage.safety import crashpoint
 from .layout import DIRTY, META, read_head_state, read_int_set, write_int_set
 from .logenv import LogEnv, finish_erasures
-from .recent import seal_all
+from .seal import seal_all
 
 __all__ = ["purge_log"]
 

@@ -30,30 +30,19 @@ Write order, so that a crash at any point loses nothing acknowledged:
   leaves copies in the segments after S, which reads ignore and the next seal
   overwrites;
 - an erase deletes a recent payload in the tombstone's own transaction.
+
+The seal itself is :func:`.seal.seal_all`; a seq's key is
+:meth:`.segments.Segments.key_of`.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from hashlib import shake_256
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import CorruptionError
-from ..storage.safety import crashpoint
-from .layout import (
-    DIRTY,
-    META,
-    RECENT,
-    SEALED,
-    read_int_set,
-    seq_key,
-    seq_of_key,
-    write_int_set,
-)
-
-if TYPE_CHECKING:
-    from .logenv import LogEnv
-    from .segments import Segments
+from .layout import META, RECENT, SEALED, seq_key, seq_of_key
 
 __all__ = [
     "NONCE_SIZE",
@@ -63,7 +52,6 @@ __all__ = [
     "last_recent_base",
     "read_sealed",
     "reveal",
-    "seal_all",
     "take_recent",
     "write_sealed",
 ]
@@ -114,48 +102,16 @@ def write_sealed(txn: Any, meta: Any, sealed: int | None, last_base: int = 0) ->
         txn.put(SEALED, seq_key(sealed) + seq_key(max(sealed, last_base)), db=meta)
 
 
-def take_recent(txn: Any, dbs: dict[bytes, Any], segments: Segments) -> list[tuple[bytes, bytes]]:
-    """Every recent payload, revealed, as (key, stored) in seq order; ``recent``
+def take_recent(txn: Any, dbs: dict[bytes, Any], key_of: Callable[[int], bytes]) -> list[tuple[bytes, bytes]]:
+    """Every recent payload, revealed (``key_of(seq)``: its segment's key,
+    :meth:`.segments.Segments.key_of`), as (key, stored) in seq order; ``recent``
     is emptied and S dropped in ``txn`` (the caller commits the payloads to
     the segments before ``txn`` commits)."""
     items = []
     for key, value in txn.cursor(db=dbs[RECENT]):
         key = bytes(key)
-        items.append((key, reveal(segment_key(segments, seq_of_key(key)), value)))
+        items.append((key, reveal(key_of(seq_of_key(key)), value)))
     if items:
         txn.drop(dbs[RECENT], delete=False)
     write_sealed(txn, dbs[META], None)
     return items
-
-
-def segment_key(segments: Segments, seq: int) -> bytes:
-    """The key concealing ``seq``'s recent payload; CorruptionError when lost."""
-    index = segments.index_of(seq)
-    key = segments.key(index)
-    if key is None:
-        raise CorruptionError(
-            f"{segments.data_file(index)} lacks the key of the recent payload of seq {seq}", seq=seq)
-    return key
-
-
-def seal_all(shared: LogEnv) -> int:
-    """Move every recent payload into its segment; return how many moved."""
-    if shared.read(lambda txn: read_sealed(txn, shared.dbs[META])) is None:
-        return 0
-
-    def run(txn: Any) -> int:
-        meta = shared.dbs[META]
-        if read_sealed(txn, meta) is None:
-            return 0
-        # The mark is the head the last sealed append started from: a main file
-        # that lost exactly that append (and this seal) reads as its crash, as
-        # it would without the seal; one that lost more is refused.
-        base = last_recent_base(txn, meta)
-        items = take_recent(txn, shared.dbs, shared.segments)
-        overwritten = shared.segments.write(items, base=base)
-        crashpoint("seal: payloads in the segments, not yet out of recent")
-        if overwritten:  # leftovers of an append that never committed were replaced
-            write_int_set(txn, meta, DIRTY, read_int_set(txn, meta, DIRTY) | overwritten)
-        return len(items)
-
-    return shared.write(run)

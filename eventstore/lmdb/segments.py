@@ -37,7 +37,7 @@ from ..errors import CorruptionError, StorageError
 from ..storage.files import ensure_private_dir
 from ..storage.shape import check_data_file, lmdb_error
 from .layout import META, RECENT, seq_key, seq_of_key
-from .recent import read_sealed, reveal, segment_key
+from .recent import read_sealed, reveal
 
 __all__ = ["DEFAULT_SPAN", "KEY", "MARK", "SegmentReads", "Segments"]
 
@@ -160,6 +160,15 @@ class Segments:
 
         raw = self._read(index, last)
         return 0 if raw is None or raw < _FIRST else seq_of_key(raw)
+
+    def key_of(self, seq: int) -> bytes:
+        """The key concealing ``seq``'s recent payload; CorruptionError when lost."""
+        index = self.index_of(seq)
+        key = self.key(index)
+        if key is None:
+            raise CorruptionError(
+                f"{self.data_file(index)} lacks the key of the recent payload of seq {seq}", seq=seq)
+        return key
 
     def key(self, index: int, create: bool = False) -> bytes | None:
         """The key of segment ``index`` (:data:`KEY`); with ``create``, made and
@@ -353,7 +362,7 @@ class SegmentReads:
         """The stored value of ``seq`` (a buffer valid within the operation), or None."""
         if self.sealed is not None and seq > self.sealed:
             raw = self._main.get(seq_key(seq), db=self._recent)
-            return None if raw is None else reveal(segment_key(self.segments, seq), raw)
+            return None if raw is None else reveal(self.segments.key_of(seq), raw)
         index = self.segments.index_of(seq)
         txn = self.txn(index)
         if txn is None:
@@ -387,7 +396,7 @@ class SegmentReads:
         if cursor.set_range(seq_key(start)):
             for key, value in cursor.iternext():
                 seq = seq_of_key(key)
-                yield seq, reveal(segment_key(self.segments, seq), value)
+                yield seq, reveal(self.segments.key_of(seq), value)
 
     def _segment_items(self, start: int, stop: int) -> Iterator[tuple[Any, Any]]:
         first = seq_key(max(1, start))

@@ -129,7 +129,7 @@ class TxnWriter:
             return
         if self.recent and self.txn.stat(self.dbs[RECENT])["entries"] < SEAL_AT:
             return
-        self.payloads[:0] = take_recent(self.txn, self.dbs, self.segments)
+        self.payloads[:0] = take_recent(self.txn, self.dbs, self.segments.key_of)
         self.sealed = None
         self.sealing = True
 
