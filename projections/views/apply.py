@@ -182,6 +182,10 @@ class ViewWriter:
         self.count("events")
         self.count(f"type:{rec.type}")
         self.last_seen[rec.type] = rec.seq
+        self._dispatch(rec, event)
+
+    def _dispatch(self, rec: RecordedEvent, event: Any) -> None:
+        """Route one record (not part of an entry run) to its reducer."""
         match event:
             case EntryRecorded():
                 self._entry_recorded(rec, event)
