@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from eventstore import EntriesDeleted, EntryRecorded, EntryRedacted
+from eventstore import EntriesDeleted, EntryRecorded, EntryRedacted, MemlogError
 
 from . import log as _log
 from .store import Store
@@ -74,8 +74,13 @@ def on_write(store: Store, recorded: Callable[[EntryRecorded], None]) -> Callabl
 
     def hook(entry: EntryRecorded) -> None:
         recorded(entry)
-        if not store.writer.batching and purge_due(store):
-            purge_shared(store)
+        if store.writer.batching:
+            return
+        try:
+            if purge_due(store):
+                purge_shared(store)
+        except MemlogError as exc:  # the entry is committed: the purge stays due (next write, maintain)
+            _log.warning("local purge of the shared log's deletions failed; it stays due", code=exc.code)
 
     return hook
 

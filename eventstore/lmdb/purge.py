@@ -41,6 +41,9 @@ def purge_log(shared: LogEnv, timeout: float) -> PurgeReport:
             for index in sorted(dirty):
                 env = segments.env(index)
                 if env is not None:
+                    # Every other process reopens (and forgets the key it cached)
+                    # before this key is gone, even if the rewrite then fails.
+                    swap.bump()
                     crashpoint("log: drop the segment's key")
                     segments.drop_key(index)
                     swap.rewrite(env, [None], segments.path(index),

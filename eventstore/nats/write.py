@@ -221,7 +221,9 @@ def _commit(store: Store, plan: _Plan, clock: Any) -> list[AppendResult]:
             for i, result in results.items():
                 plan.results[i] = result
             return [r for r in plan.results if r is not None]
-        _check(_catch_up_to(store, seen), plan, landed=True)
+        # Only a batch whose outcome was unknown may have landed; after a
+        # refusal, ids found now are another client's commit (a duplicate).
+        _check(_catch_up_to(store, seen), plan, landed=plan.uncertain)
         if all(r is not None for r in plan.results):  # our batch landed after all
             plan.fresh.clear()
             return [r for r in plan.results if r is not None]

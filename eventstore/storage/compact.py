@@ -76,7 +76,7 @@ class Swap:
             crashpoint("compact: copy")
             _compact_copy(env, dbs, scratch)
             close()
-            self._bump()
+            self.bump()
             old_fd = open_private(data, os.O_RDWR)
             try:
                 crashpoint("compact: swap in the copy")
@@ -95,8 +95,10 @@ class Swap:
             crashpoint("compact: remove the scratch directory")
             wipe_tree(scratch)
 
-    def _bump(self) -> None:
-        """Move the generation on (once), before the first swap."""
+    def bump(self) -> None:
+        """Move the generation on (once), before the first swap (or earlier: a
+        caller that changes what other processes cache, as the log's purge
+        dropping a segment key)."""
         if self.bumped is None:
             crashpoint("compact: bump the generation")
             self.bumped = self.shared.generation + 1

@@ -151,3 +151,61 @@ def test_purge_erases_recent_payloads_without_a_crash(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     _writer(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+
+
+_HOLDER = """
+import sys
+from eventstore import EventLog
+from tests.eventstore.contract import entry
+with EventLog.open(sys.argv[1]) as log:
+    for line in sys.stdin:
+        log.append("s:a", [entry(int(line))], actor="t")
+        print("ok", flush=True)
+"""
+
+
+def test_a_failed_purge_leaves_no_process_with_a_dropped_key(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A purge drops a segment's key only after moving the generation on, so
+    another process that cached the key reopens before its next append, even
+    when the purge's rewrite then fails: every acknowledged payload reads back
+    and a later purge passes."""
+    import eventstore.storage.compact as compact
+
+    from .contract import entry
+
+    path = tmp_path / "log"
+    root = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], cwd=root, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert holder.stdin is not None and holder.stdout is not None
+
+    def holder_appends(n: int) -> None:
+        holder.stdin.write(f"{n}\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        assert holder.stdout.readline().strip() == "ok"  # type: ignore[union-attr]
+
+    try:
+        with EventLog.open(path) as q:
+            q.append("s:a", [entry(1)], actor="t")
+            holder_appends(2)  # the holder caches segment 0's key
+            q.erase([1], EntriesDeleted(request_id="r", entry_ids=("e1",), erased_seqs=(1,)),
+                    stream="system", actor="dpo")
+
+            def no_space(*_: object) -> None:
+                raise OSError(28, "No space left on device")
+
+            monkeypatch.setattr(compact, "_compact_copy", no_space)
+            with pytest.raises(OSError):
+                q.purge()
+            monkeypatch.undo()
+            holder_appends(4)
+            q.append("s:a", [entry(5)], actor="t")
+            holder_appends(6)
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    finally:
+        holder.kill()
+    with EventLog.open(path) as fresh:
+        assert [r.event is not None for r in fresh.read(1)] == [False, True, True, True, True, True]
+        assert fresh.purge().files_rewritten and fresh.verify().ok
