@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -18,7 +19,7 @@ from .codec import validate_payload
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
 from .errors import InvalidEventError, InvalidInputError, ReadOnlyError
 from .events import SCHEMA_VERSIONS, Event
-from .factory import open_backend
+from .factory import is_remote, open_backend
 from .timeutil import parse_point, to_micros
 
 __all__ = ["EventLog", "LogBatch", "LogSettings"]
@@ -46,9 +47,12 @@ class EventLog:
     and leaves the log unchanged.
     """
 
-    def __init__(self, backend: LogBackend, settings: LogSettings) -> None:
+    def __init__(self, backend: LogBackend, settings: LogSettings, local_path: Path | None = None) -> None:
         self.backend = backend
         self.settings = settings
+        # The directory of an embedded log opened by path, which another process
+        # may open too (a shard rebuild's helper); None for a log on a server.
+        self.local_path = local_path
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], settings: LogSettings | None = None) -> Self:
@@ -56,7 +60,7 @@ class EventLog:
         settings = settings or LogSettings()
         backend = open_backend(path, sync=settings.sync, segment_span=settings.segment_span,
                                lock_timeout=settings.purge_lock_timeout)
-        return cls(backend, settings)
+        return cls(backend, settings, None if is_remote(path) else Path(path))
 
     def __enter__(self) -> Self:
         return self

@@ -41,7 +41,9 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 #    replay or ``memlog maintain`` refits it (:meth:`projections.Projections.refit_due`).
 # 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
 #    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
-LAYOUT = "7"
+# 8: search content indexed with term frequencies, not positions (nothing asks for a phrase:
+#    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays).
+LAYOUT = "8"
 
 
 class ProjectionDir:

@@ -25,7 +25,7 @@ import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -78,13 +78,16 @@ class Projections(ProjectionDir):
 
     # -- catching up --------------------------------------------------------
 
-    def catch_up(self, search: bool = False, progress: Progress | None = None) -> int:
-        """Bring the views (and the search index) up to the log head."""
+    def catch_up(self, search: bool = False, progress: Progress | None = None,
+                 rebuilding: Collection[int] = ()) -> int:
+        """Bring the views (and the search index) up to the log head.
+        ``rebuilding``: shards about to be rebuilt (a purge), whose changes are
+        rolled back rather than committed (a commit may wait 0.5 s on a merge)."""
         self._check_current()
         head = self.log.head().seq
         done = self._catch_up_views(head, progress)
         if search:
-            self._catch_up_search(head, progress)
+            self._catch_up_search(head, progress, rebuilding)
             self._catch_up_vectors(head, progress)
         return done
 
@@ -120,7 +123,8 @@ class Projections(ProjectionDir):
         self._views_at = done
         return done
 
-    def _catch_up_search(self, head: int, progress: Progress | None) -> None:
+    def _catch_up_search(self, head: int, progress: Progress | None,
+                         rebuilding: Collection[int] = ()) -> None:
         index = self.search_index
         assert index is not None and self.views is not None
         if head == self._indexed_head:
@@ -139,9 +143,12 @@ class Projections(ProjectionDir):
                     index.rollback()
                     raise
                 for i, shard in enumerate(index.shards):
-                    if shard.dirty or head - marks[i] >= _SEARCH_LAG:
+                    if i in rebuilding:
+                        shard.rollback()  # its rebuild follows; until then the next catch-up redoes it
+                    elif shard.dirty or head - marks[i] >= _SEARCH_LAG:
                         shard.commit(head)
-            self._indexed_head = head
+            if not rebuilding:
+                self._indexed_head = head
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
                      progress: Progress | None, feed: VectorFeed | None) -> list[Skipped]:
@@ -285,11 +292,14 @@ class Projections(ProjectionDir):
         as they are (``views_seconds`` is then 0); memory values and session
         metadata live there, so a purge of those asks for ``views``.
 
-        The caller catches up first (:meth:`catch_up` with ``search=True``).
+        It catches up first (the shards it rebuilds are not committed then).
         The log's purge can run beside this one: the shard rebuild reads entries
         from the log only through short ``events_at`` reads.
         """
         assert self.views is not None and self.search_index is not None
+        index = self.search_index
+        shards = set(range(len(index.shards))) if every_shard else {index.shard_of(e) for e in entry_ids}
+        self.catch_up(search=True, rebuilding=shards)
         forget_texts()  # no deleted text stays in this process's term-count cache
         self.payloads.clear()  # nor in its payload cache
         started = time.perf_counter()
@@ -301,8 +311,6 @@ class Projections(ProjectionDir):
             if views:
                 rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
             views_s = time.perf_counter() - started if views else 0.0
-            index = self.search_index
-            shards = range(len(index.shards)) if every_shard else {index.shard_of(e) for e in entry_ids}
             rewritten += self._rebuild_shards(sorted(shards), timeout)
             rewritten += vectors_job.result()
         self._sweep_leftovers()
@@ -330,13 +338,21 @@ class Projections(ProjectionDir):
             index.sweep_orphans()
             for n in shards:
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    old = index.rebuild(n, shard_docs(reader, index, n), reader.checkpoint())
+                    docs = shard_docs(reader, index, n, self._worker_paths())
+                    old = index.rebuild(n, docs, reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())
                 rewritten.append(str(index.shards[n].link))
                 crashpoint("search: wipe the old shard")
                 wipe_tree(old)
         return rewritten
+
+    def _worker_paths(self) -> tuple[Path, Path] | None:
+        """The log's and the views' directories, for a process helping a shard
+        rebuild (:mod:`.search.docs_worker`); None when the log is not local."""
+        assert self.views is not None
+        log = self.log.local_path
+        return None if log is None else (log, self.views.path)
 
     def _sweep_leftovers(self) -> None:
         """Wipe what interrupted purges and rebuilds left beside the projections

@@ -117,8 +117,7 @@ def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tu
 
 def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: bool = False) -> _Pass:
     """The log's purge (compacting copies of the dirty segments; LMDB releases
-    the GIL) beside the projections' (the shard rebuild, and the views' copy)."""
-    store.proj.catch_up(search=True)
+    the GIL) beside the projections' (their catch-up, the shard rebuild, and the views' copy)."""
     with ThreadPoolExecutor(1, thread_name_prefix="memlog-purge") as pool:
         log_job = pool.submit(_timed_log_purge, store)
         split = store.proj.purge(entry_ids, store.log.settings.purge_lock_timeout, views=views,

@@ -6,24 +6,57 @@ saved memories included."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..models import MemoryView
 from ..views.keys import SEP, prefix_items
 from ..views.read import ViewReader
+from .docs_worker import SPLIT_FROM, DocWorker
 from .index import OPEN_SEQ, SearchIndex, entry_document, memory_document
 
-__all__ = ["shard_docs"]
+__all__ = ["entry_docs", "shard_docs"]
 
 
-def shard_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[str]:
+def shard_docs(views: ViewReader, index: SearchIndex, shard: int,
+               paths: tuple[Path, Path] | None = None) -> Iterator[str]:
     """The documents shard ``shard`` must hold: its entries from the views, their
-    text from the log (resolved in chunks), then its saved memories."""
-    for view in views.latest_entries_by_hash(*index.hash_range(shard)):
+    text from the log (resolved in chunks), then its saved memories.
+
+    ``paths`` (the local log's directory and the views'): a large shard's upper
+    half is made by a second process (:mod:`.docs_worker`), in the same order."""
+    low, high = index.hash_range(shard)
+    if paths is None or _entries(views) < SPLIT_FROM * len(index.shards):
+        yield from entry_docs(views, low, high)
+    else:
+        yield from _split_docs(views, low, high, paths)
+    yield from _memory_docs(views, index, shard)
+
+
+def entry_docs(views: ViewReader, low: int, high: int) -> Iterator[str]:
+    """The documents of the live entries whose ``crc32(id)`` lies in ``[low, high)``, in hash order."""
+    for view in views.latest_entries_by_hash(low, high):
         if view.entry is None:
             continue
         ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
         yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
-    yield from _memory_docs(views, index, shard)
+
+
+def _split_docs(views: ViewReader, low: int, high: int, paths: tuple[Path, Path]) -> Iterator[str]:
+    """The lower half here while a child makes the upper half; the child's are
+    used only when it read the same state of the views (else made here)."""
+    mid = (low + high) // 2
+    worker = DocWorker(*paths, mid, high)
+    try:
+        yield from entry_docs(views, low, mid)
+        upper = worker.docs(views.checkpoint())
+    finally:
+        worker.close()
+    yield from entry_docs(views, mid, high) if upper is None else upper
+
+
+def _entries(views: ViewReader) -> int:
+    """How many entry ids the views know (deleted ones included)."""
+    return int(views.txn.stat(views.dbs[b"by_hash"])["entries"])
 
 
 def _memory_docs(views: ViewReader, index: SearchIndex, shard: int) -> Iterator[str]:

@@ -82,7 +82,8 @@ def broken_index(exc: BaseException) -> bool:
 def build_schema() -> Any:
     """The schema of every shard."""
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("content", stored=False, tokenizer_name=_terms.TOKENIZER)
+    # No positions: no query is a phrase, and they cost a fifth of the indexing time.
+    sb.add_text_field("content", stored=False, tokenizer_name=_terms.TOKENIZER, index_option="freq")
     for name in ("kind", "session", "agent", "user", "tags", "absent"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)

@@ -30,6 +30,8 @@ _STOP = (
 STOP_WORDS: frozenset[str] = frozenset(_STOP.split())
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # runs of letters and digits; the underscore splits
 _OVER_40 = 40
+_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_ASCII_SPACES = bytes(c if c in _ALNUM else 32 for c in range(256))  # letters and digits kept
 _stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
 
 
@@ -42,11 +44,13 @@ def words(text: str) -> list[str]:
 
 
 def count_words(text: str) -> int:
-    """``len(words(text))`` without building the filtered list: in ASCII text a
-    word's bytes are its characters, so the long ones are counted in C."""
+    """``len(words(text))`` without the regex: in ASCII text a word is a run of
+    letters and digits and its bytes are its characters, so every other byte
+    becomes a space and ``split`` cuts the words, all in C (half the time of
+    ``findall``: a shard rebuild counts every document's words)."""
     if not text.isascii():
         return len(words(text))
-    found = _WORD.findall(text)
+    found = text.encode().translate(_ASCII_SPACES).split()
     return len(found) - sum(map(_OVER_40.__lt__, map(len, found)))
 
 
