@@ -25,10 +25,10 @@ import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from eventstore import EventLog, RecordedEvent, RetiredError
 from eventstore.storage import crashpoint, purge_env, wipe_tree
@@ -283,7 +283,7 @@ class Projections(ProjectionDir):
     # -- physical purge -----------------------------------------------------
 
     def purge(self, entry_ids: Iterable[str], timeout: float = 30.0, *, views: bool,
-              every_shard: bool = False) -> PurgeSplit:
+              every_shard: bool = False, reads_done: Callable[[], None] | None = None) -> PurgeSplit:
         """Rewrite the search shards holding ``entry_ids`` and, with ``views``,
         the views without stale bytes; retire leftover projection directories.
         ``every_shard`` rebuilds every shard (a purge whose scan found content).
@@ -293,8 +293,10 @@ class Projections(ProjectionDir):
         metadata live there, so a purge of those asks for ``views``.
 
         It catches up first (the shards it rebuilds are not committed then).
-        The log's purge can run beside this one: the shard rebuild reads entries
-        from the log only through short ``events_at`` reads.
+        ``reads_done`` is called once it has read all it reads from the log
+        (the last shard's documents; Tantivy then commits, without the GIL):
+        the log's purge, which holds the log exclusive while it rewrites a
+        segment, is best started then, or reads wait for it.
         """
         assert self.views is not None and self.search_index is not None
         index = self.search_index
@@ -311,7 +313,7 @@ class Projections(ProjectionDir):
             if views:
                 rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
             views_s = time.perf_counter() - started if views else 0.0
-            rewritten += self._rebuild_shards(sorted(shards), timeout)
+            rewritten += self._rebuild_shards(sorted(shards), timeout, reads_done=reads_done)
             rewritten += vectors_job.result()
         self._sweep_leftovers()
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
@@ -327,18 +329,23 @@ class Projections(ProjectionDir):
             return []
         return purge_without_model(self.root / "vectors", timeout)
 
-    def _rebuild_shards(self, shards: Iterable[int], timeout: float,
-                        progress: Progress | None = None) -> list[str]:
+    def _rebuild_shards(self, shards: Sequence[int], timeout: float, progress: Progress | None = None,
+                        reads_done: Callable[[], None] | None = None) -> list[str]:
         """Rebuild ``shards`` from the views into fresh directories, swap them
-        in and wipe the old ones; return the shard links rewritten."""
+        in and wipe the old ones; return the shard links rewritten.
+        ``reads_done``: called after the last shard's documents are read."""
         index = self.search_index
         assert index is not None and self.views is not None
         rewritten = []
+        if reads_done is not None and not shards:
+            reads_done()
         with index.lock.exclusive(timeout):
             index.sweep_orphans()
-            for n in shards:
+            for i, n in enumerate(shards):
                 with self.views.read() as reader:  # documents and checkpoint from one snapshot
                     docs = shard_docs(reader, index, n, self._worker_paths())
+                    if reads_done is not None and i == len(shards) - 1:
+                        docs = _then(docs, reads_done)
                     old = index.rebuild(n, docs, reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())
@@ -464,6 +471,15 @@ def _index_record(index: SearchIndex, marks: list[int], seq: int, ops: list[Op])
 def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:
     """The log's records after seq ``after``, up to ``upto``."""
     return log.read(after + 1, upto)
+
+
+T = TypeVar("T")
+
+
+def _then(items: Iterator[T], done: Callable[[], None]) -> Iterator[T]:
+    """``items``, then a call of ``done`` once they are exhausted."""
+    yield from items
+    done()
 
 
 class PurgeSplit(NamedTuple):

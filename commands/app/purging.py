@@ -35,7 +35,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -116,13 +116,21 @@ def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tu
 
 
 def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: bool = False) -> _Pass:
-    """The log's purge (compacting copies of the dirty segments; LMDB releases
-    the GIL) beside the projections' (their catch-up, the shard rebuild, and the views' copy)."""
+    """The projections' purge (their catch-up, the views' copy, the shard
+    rebuild, the vectors' copy), and the log's (compacting copies of the dirty
+    segments; LMDB releases the GIL) beside it once the shard rebuild has read
+    the log: the log's purge holds the log exclusive, so reads wait for it."""
     with ThreadPoolExecutor(1, thread_name_prefix="memlog-purge") as pool:
-        log_job = pool.submit(_timed_log_purge, store)
+        jobs: list[Future[tuple[PurgeReport, float]]] = []
+
+        def start_log_purge() -> None:  # once the shard rebuild read what it reads from the log
+            jobs.append(pool.submit(_timed_log_purge, store))
+
         split = store.proj.purge(entry_ids, store.log.settings.purge_lock_timeout, views=views,
-                                 every_shard=every_shard)
-        log_report, log_s = log_job.result()
+                                 every_shard=every_shard, reads_done=start_log_purge)
+        if not jobs:
+            start_log_purge()
+        log_report, log_s = jobs[0].result()
     return _Pass([*log_report.files_rewritten, *split.files_rewritten], log_s, split.views_seconds,
                  split.search_seconds)
 
