@@ -5,16 +5,20 @@ saved memories included."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from eventstore import EventLog
+
 from ..models import MemoryView
+from ..views import ViewStore
 from ..views.keys import SEP, prefix_items
 from ..views.read import ViewReader
-from .docs_worker import SPLIT_FROM, DocWorker
+from .docs_worker import SPLIT_FROM, DocWorker, send_docs
 from .index import OPEN_SEQ, SearchIndex, entry_document, memory_document
 
-__all__ = ["entry_docs", "shard_docs"]
+__all__ = ["entry_docs", "shard_docs", "worker_main"]
 
 
 def shard_docs(views: ViewReader, index: SearchIndex, shard: int,
@@ -52,6 +56,19 @@ def _split_docs(views: ViewReader, low: int, high: int, paths: tuple[Path, Path]
     finally:
         worker.close()
     yield from entry_docs(views, mid, high) if upper is None else upper
+
+
+def worker_main() -> None:
+    """A :class:`DocWorker` child: open the log and the views (nothing is
+    applied or written), send the documents of its hash range."""
+    log_path, views_path, low, high = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    with EventLog.open(log_path) as log:
+        views = ViewStore(views_path, sync=False, events_at=log.events_at)
+        try:
+            with views.read() as reader:
+                send_docs(sys.stdout.buffer, reader.checkpoint(), entry_docs(reader, low, high))
+        finally:
+            views.close()
 
 
 def _entries(views: ViewReader) -> int:

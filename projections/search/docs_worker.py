@@ -18,7 +18,7 @@ fails in any way, the parent makes the upper half itself. Nothing is written
 to a file: the texts only cross the pipe.
 
 Only a local (LMDB) log is read by a child; a shared log (``nats://``) keeps
-the one-process path.
+the one-process path. The child's main is :func:`.docs.worker_main`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import pickle
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPLIT_FROM", "DocWorker"]
+__all__ = ["SPLIT_FROM", "DocWorker", "send_docs"]
 
 SPLIT_FROM = 20_000  # entries in a shard below which one process makes all its documents
 _BATCH = 2_000  # documents a pickled batch carries
@@ -42,7 +43,7 @@ class DocWorker:
     ``[low, high)``; it starts at once, and :meth:`docs` waits for them."""
 
     def __init__(self, log_path: Path, views_path: Path, low: int, high: int) -> None:
-        code = "from projections.search.docs_worker import _main; _main()"
+        code = "from projections.search.docs import worker_main; worker_main()"
         self._proc = subprocess.Popen(
             [sys.executable, "-c", code, str(log_path), str(views_path), str(low), str(high)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -86,32 +87,19 @@ class DocWorker:
         self._batches = []
 
 
-def _main() -> None:
-    """The child: open the log and the views read-only in practice (nothing is
-    applied), report the snapshot's checkpoint, then send the documents."""
-    from eventstore import EventLog
-
-    from ..views import ViewStore
-    from .docs import entry_docs
-
-    log_path, views_path, low, high = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    out = sys.stdout.buffer
-    with EventLog.open(log_path) as log:
-        views = ViewStore(views_path, sync=False, events_at=log.events_at)
-        try:
-            with views.read() as reader:
-                _send(out, reader.checkpoint())
-                batch: list[str] = []
-                for doc in entry_docs(reader, low, high):
-                    batch.append(doc)
-                    if len(batch) >= _BATCH:
-                        _send(out, batch)
-                        batch = []
-                if batch:
-                    _send(out, batch)
-                _send(out, [])  # the end mark
-        finally:
-            views.close()
+def send_docs(out: IO[bytes], checkpoint: int, docs: Iterable[str]) -> None:
+    """The child's side (:func:`projections.search.docs.worker_main`): the
+    checkpoint of its snapshot, the documents in batches, an empty end mark."""
+    _send(out, checkpoint)
+    batch: list[str] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) >= _BATCH:
+            _send(out, batch)
+            batch = []
+    if batch:
+        _send(out, batch)
+    _send(out, [])
     out.flush()
 
 
