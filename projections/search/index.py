@@ -45,7 +45,7 @@ _HEAP = 64 << 20
 _HEAP_BUDGET = 256 << 20  # every shard writer together (16 shards: 16 MB each)
 _HEAP_MIN = 16 << 20
 _CPUS = os.cpu_count() or 1  # (asking on every search cost ~10 µs)
-_PARALLEL_DOCS = 100_000  # documents in the largest shard from which shards are searched in threads
+_PARALLEL_DOCS = 32_768  # documents in the largest shard from which shards are searched in threads
 SHARD_EVENTS = 1 << 16  # log events per shard when the shard count fits the store
 MOST_SHARDS = 16
 
@@ -398,10 +398,12 @@ class SearchIndex:
         """``fn`` of each searcher, in shard order; shards run in parallel threads
         (Tantivy releases the GIL while it searches) once a shard is large
         enough for that to pay: below :data:`_PARALLEL_DOCS` documents in the
-        largest shard the threads' hand-offs cost more than they save
-        (measured on 2 busy cores, 200k entries, p50 / p99: 4 shards 1.8 /
-        12.5 ms serial, 2.6 / 28.6 ms in threads; 16 shards 2.5 / 19.4 ms
-        serial, 3.6 / 38.4 ms in threads)."""
+        largest shard the threads' hand-offs cost more than they save. On a
+        quiet 2-core machine (p50 / p99 ms, 600 corpus queries, `run_search`):
+        1M entries in 16 shards 3.6 / 11 serial, 2.5 / 6.3 in threads; 200k in
+        4 shards 0.51 / 1.75 serial, 0.49 / 1.3 in threads. On cores busy with
+        other work threads cost more (200k, 16 shards: 2.5 / 19.4 serial,
+        3.6 / 38.4 in threads), a price paid for the quiet case."""
         workers = min(len(searchers), _CPUS)
         if workers < 2 or max(s.num_docs for _, s in searchers) < _PARALLEL_DOCS:
             return [fn(s) for _, s in searchers]
