@@ -133,6 +133,8 @@ class Projections(ProjectionDir):
             index.refresh()
             marks = [shard.checkpoint() for shard in index.shards]
             start = min(marks)
+            for i in rebuilding:  # nothing is indexed into a shard its rebuild replaces
+                marks[i] = max(marks[i], head)
             if start < head:
                 try:
                     with self._vector_feed(start) as feed:  # the vectors catch up in the same pass
@@ -342,10 +344,9 @@ class Projections(ProjectionDir):
         with index.lock.exclusive(timeout):
             index.sweep_orphans()
             for i, n in enumerate(shards):
-                with self.views.read() as reader:  # documents and checkpoint from one snapshot
-                    docs = shard_docs(reader, index, n, self._worker_paths())
-                    if reads_done is not None and i == len(shards) - 1:
-                        docs = _then(docs, reads_done)
+                with self.views.read() as reader, contextlib.closing(  # a helper process stops with it
+                        shard_docs(reader, index, n, self._worker_paths())) as made:
+                    docs = _then(made, reads_done) if reads_done and i == len(shards) - 1 else made
                     old = index.rebuild(n, docs, reader.checkpoint())
                     if progress:
                         progress(reader.checkpoint())

@@ -126,10 +126,12 @@ def _one_pass(store: Store, entry_ids: Iterable[str], views: bool, every_shard: 
         def start_log_purge() -> None:  # once the shard rebuild read what it reads from the log
             jobs.append(pool.submit(_timed_log_purge, store))
 
-        split = store.proj.purge(entry_ids, store.log.settings.purge_lock_timeout, views=views,
-                                 every_shard=every_shard, reads_done=start_log_purge)
-        if not jobs:
-            start_log_purge()
+        try:
+            split = store.proj.purge(entry_ids, store.log.settings.purge_lock_timeout, views=views,
+                                     every_shard=every_shard, reads_done=start_log_purge)
+        finally:
+            if not jobs:  # no shard was rebuilt, or the projections' purge failed first
+                start_log_purge()
         log_report, log_s = jobs[0].result()
     return _Pass([*log_report.files_rewritten, *split.files_rewritten], log_s, split.views_seconds,
                  split.search_seconds)

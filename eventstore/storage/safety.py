@@ -17,6 +17,7 @@ import errno
 import os
 import signal
 import stat
+import threading
 from pathlib import Path
 
 from ..errors import UnsafeStoreError
@@ -26,6 +27,7 @@ __all__ = ["CRASH_EXIT", "check_private_dir", "crashpoint", "open_private", "ref
 CRASH_EXIT = 86  # the exit status of a crash injected by MEMLOG_CRASH_AT
 _FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 _steps = [0]
+_steps_lock = threading.Lock()
 
 
 def open_private(path: Path, flags: int, mode: int = 0o600) -> int:
@@ -83,11 +85,13 @@ def crashpoint(step: str) -> None:
     trace = os.environ.get("MEMLOG_CRASH_TRACE")
     if at is None and trace is None:
         return
-    _steps[0] += 1
-    if trace:
-        with open(trace, "a") as fh:
-            fh.write(f"{_steps[0]} {step}\n")
-    if at is not None and _steps[0] == int(at):
+    with _steps_lock:  # a purge's threads (the log's, the vectors') pass failpoints too
+        _steps[0] += 1
+        count = _steps[0]
+        if trace:
+            with open(trace, "a") as fh:
+                fh.write(f"{count} {step}\n")
+    if at is not None and count == int(at):
         if os.environ.get("MEMLOG_CRASH_KILL"):
             os.kill(os.getpid(), signal.SIGKILL)
         os._exit(CRASH_EXIT)

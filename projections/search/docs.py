@@ -5,8 +5,9 @@ saved memories included."""
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from eventstore import EventLog
@@ -22,7 +23,7 @@ __all__ = ["entry_docs", "shard_docs", "worker_main"]
 
 
 def shard_docs(views: ViewReader, index: SearchIndex, shard: int,
-               paths: tuple[Path, Path] | None = None) -> Iterator[str]:
+               paths: tuple[Path, Path] | None = None) -> Generator[str, None, None]:
     """The documents shard ``shard`` must hold: its entries from the views, their
     text from the log (resolved in chunks), then its saved memories.
 
@@ -49,19 +50,27 @@ def _split_docs(views: ViewReader, low: int, high: int, paths: tuple[Path, Path]
     """The lower half here while a child makes the upper half; the child's are
     used only when it read the same state of the views (else made here)."""
     mid = (low + high) // 2
-    worker = DocWorker(*paths, mid, high)
+    try:
+        worker: DocWorker | None = DocWorker(*paths, mid, high)
+    except (OSError, RuntimeError):  # no process could be started: all made here
+        worker = None
+    upper = None
     try:
         yield from entry_docs(views, low, mid)
-        upper = worker.docs(views.checkpoint())
+        upper = None if worker is None else worker.docs(views.checkpoint())
     finally:
-        worker.close()
+        if worker is not None:
+            worker.close()
     yield from entry_docs(views, mid, high) if upper is None else upper
 
 
 def worker_main() -> None:
     """A :class:`DocWorker` child: open the log and the views (nothing is
     applied or written), send the documents of its hash range."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped: close the environments first
     log_path, views_path, low, high = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    if not (log_path / "generation").is_file() or not (views_path / "generation").is_file():
+        sys.exit(1)  # never create a store: the parent makes the documents itself
     with EventLog.open(log_path) as log:
         views = ViewStore(views_path, sync=False, events_at=log.events_at)
         try:

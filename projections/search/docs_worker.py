@@ -24,6 +24,7 @@ the one-process path. The child's main is :func:`.docs.worker_main`.
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import subprocess
 import sys
@@ -44,16 +45,27 @@ class DocWorker:
 
     def __init__(self, log_path: Path, views_path: Path, low: int, high: int) -> None:
         code = "from projections.search.docs import worker_main; worker_main()"
+        # -P: not the working directory first on the path (an agent's repository
+        # may hold a module of the same name); the parent's path instead. No
+        # failpoints: the purge's crash tests count the parent's steps only.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_CRASH")}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(log_path), str(views_path), str(low), str(high)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [sys.executable, "-P", "-c", code, str(log_path.resolve()), str(views_path.resolve()),
+             str(low), str(high)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         assert self._proc.stdout is not None
         self._out: IO[bytes] = self._proc.stdout
         self._checkpoint: int | None = None
         self._batches: list[list[str]] = []
         self._done = False
         self._reader = threading.Thread(target=self._collect, name="memlog-docs", daemon=True)
-        self._reader.start()
+        try:
+            self._reader.start()
+        except RuntimeError:
+            self._proc.kill()
+            self._proc.wait()
+            raise
 
     def _collect(self) -> None:
         """Read the checkpoint, then batches until the child's end mark (an
@@ -77,9 +89,14 @@ class DocWorker:
         return [doc for batch in self._batches for doc in batch] if ok else None
 
     def close(self) -> None:
-        """Stop the child (when it is still running) and release the pipe."""
+        """Stop the child (when it is still running: asked first, so it closes
+        its environments and frees its LMDB reader slots) and release the pipe."""
         if self._proc.poll() is None:
-            self._proc.kill()
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
         self._proc.wait()
         self._reader.join()
         with contextlib.suppress(OSError):

@@ -53,6 +53,27 @@ def test_a_worker_of_another_state_or_a_failed_one_gives_nothing(tmp_path: Path)
         broken = DocWorker(tmp_path / "no-log", tmp_path / "no-views", 0, 1 << 32)
         assert broken.docs(checkpoint) is None
         broken.close()
+        assert not (tmp_path / "no-log").exists() and not (tmp_path / "no-views").exists()  # creates nothing
+
+
+def test_a_rebuild_that_stops_early_stops_its_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docs_module, "SPLIT_FROM", 1)
+    started: list[DocWorker] = []
+    real = DocWorker.__init__
+
+    def spy(self: DocWorker, *args: object) -> None:
+        real(self, *args)  # type: ignore[arg-type]
+        started.append(self)
+
+    monkeypatch.setattr(DocWorker, "__init__", spy)
+    with _store(tmp_path / "s", count=400) as mem:
+        index, paths = mem.proj.search_index, mem.proj._worker_paths()
+        assert index is not None and paths is not None
+        with mem.proj.views.read() as reader:
+            docs = shard_docs(reader, index, 0, paths)
+            next(docs)  # the worker is started, then the consumer gives up
+            docs.close()
+        assert len(started) == 1 and started[0]._proc.poll() is not None  # stopped and reaped
 
 
 def test_a_purge_with_a_split_rebuild_leaves_no_byte_and_keeps_the_rest(
