@@ -41,7 +41,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 #    replay or ``memlog maintain`` refits it (:meth:`projections.Projections.refit_due`).
 # 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
 #    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
-LAYOUT = "7"
+# 8: the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).
+LAYOUT = "8"
 
 
 class ProjectionDir:
