@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from eventstore.storage import SharedEnv, open_shared_env, purge_env, release_shared_env
+from eventstore.storage import SharedEnv, crashpoint, open_shared_env, purge_env, release_shared_env
 
 __all__ = ["PART_DBS", "PART_SPAN", "Partitions", "Row"]
 
@@ -155,6 +155,7 @@ class Partitions:
                 continue
             shared = self.env(n)
             shared.write(functools.partial(_unmark, shared.dbs))
+            crashpoint("vectors: partition unmarked, not copied")
             files += [str(p) for p in purge_env(shared, timeout).files_rewritten]
         return files
 

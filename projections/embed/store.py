@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eventstore import StorageError
-from eventstore.storage import SharedEnv, open_shared_env, release_shared_env
+from eventstore.storage import SharedEnv, crashpoint, open_shared_env, release_shared_env
 
 from .parts import Partitions, Row
 from .protocol import Embedder
@@ -180,6 +180,7 @@ class VectorIndex:
             vectors = self.embedder.embed(texts) if texts else None
             rows = iter(() if vectors is None else vectors.astype("<f2"))
             self.parts.write([_row(op, rows) for op in todo])
+            crashpoint("vectors: partitions written, not the checkpoint")
             return shared.write(lambda txn: _commit(txn, shared.dbs, self.embedder.name, ops, done, upto))
 
     # -- searching ----------------------------------------------------------------
