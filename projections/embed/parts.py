@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import re
 import struct
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ class Partitions:
         self.root = root
         self.sync = sync
         self._open: dict[int, SharedEnv] = {}
+        self._lock = threading.Lock()  # a purge runs in a thread beside searches
 
     def existing(self) -> list[int]:
         """The partitions on disk, in order."""
@@ -65,11 +67,12 @@ class Partitions:
 
     def env(self, n: int) -> SharedEnv:
         """Partition ``n`` (created when new)."""
-        shared = self._open.get(n)
-        if shared is None:
-            shared = open_shared_env(self.root / f"part-{n:06d}", PART_DBS, sync=self.sync)
-            self._open[n] = shared
-        return shared
+        with self._lock:
+            shared = self._open.get(n)
+            if shared is None:
+                shared = open_shared_env(self.root / f"part-{n:06d}", PART_DBS, sync=self.sync)
+                self._open[n] = shared
+            return shared
 
     def open_all(self) -> None:
         """Open every partition on disk (a damaged one fails here, at open)."""
@@ -78,7 +81,8 @@ class Partitions:
 
     def close(self) -> None:
         """Release every partition opened."""
-        opened, self._open = self._open, {}
+        with self._lock:
+            opened, self._open = self._open, {}
         for shared in opened.values():
             release_shared_env(shared)
 
