@@ -79,6 +79,15 @@ class Partitions:
         for n in self.existing():
             self.env(n)
 
+    def follow(self) -> None:
+        """Let every partition open here adopt a file a purge swapped in (an
+        operation reopens an environment whose generation moved on)."""
+        with self._lock:
+            opened = list(self._open.values())
+        for shared in opened:
+            with shared.operation():
+                pass
+
     def close(self) -> None:
         """Release every partition opened."""
         with self._lock:

@@ -85,6 +85,7 @@ class VectorIndex:
         self._cache_at = -1
         self._cache_generation = -1
         self._cache_epoch = -1
+        self._seen_epoch = -1
         self._worker: VectorWorker | None = None
         try:
             with self.shared.operation():
@@ -111,9 +112,15 @@ class VectorIndex:
     # -- state ----------------------------------------------------------------
 
     def checkpoint(self) -> int:
-        """The last seq applied."""
+        """The last seq applied. When a purge moved the epoch on since the last
+        look, every partition this process has open adopts its rewritten file
+        (so no process keeps mapping an old one past its next catch-up)."""
         shared = self._env()
-        return shared.read(lambda txn: _meta_u64(txn, shared.dbs[b"meta"], b"checkpoint"))
+        at, epoch, _ = shared.read(lambda txn: _state(txn, shared.dbs))
+        if epoch != self._seen_epoch:
+            self.parts.follow()
+            self._seen_epoch = epoch
+        return at
 
     def model(self) -> str:
         """The name of the embedder the stored vectors were made by ('' when none)."""
@@ -316,7 +323,8 @@ def _commit(txn: Any, dbs: dict[bytes, Any], model: str, ops: Sequence[VectorOp]
 
 def _purge_parts(shared: SharedEnv, parts: Partitions, timeout: float) -> list[str]:
     """Trim the changes, record the dirty partitions (with those of a purge
-    that did not finish) as ``purging``, rewrite them, then drop the record."""
+    that did not finish) as ``purging``, rewrite them, then drop the record.
+    The epoch moves on at both ends (see :meth:`VectorIndex.checkpoint`)."""
     dbs = shared.dbs
     with shared.operation():
         dirty = parts.dirty()
@@ -329,7 +337,12 @@ def _purge_parts(shared: SharedEnv, parts: Partitions, timeout: float) -> list[s
             return pending
 
         files = parts.purge(shared.write(start), timeout)
-        shared.write(lambda txn: txn.delete(b"purging", db=dbs[b"meta"]))
+
+        def finish(txn: Any) -> None:
+            txn.delete(b"purging", db=dbs[b"meta"])
+            _next_epoch(txn, dbs)  # again: other processes adopt every rewritten partition
+
+        shared.write(finish)
     return files
 
 
