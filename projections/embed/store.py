@@ -116,10 +116,11 @@ class VectorIndex:
         look, every partition this process has open adopts its rewritten file
         (so no process keeps mapping an old one past its next catch-up)."""
         shared = self._env()
-        at, epoch, _ = shared.read(lambda txn: _state(txn, shared.dbs))
-        if epoch != self._seen_epoch:
-            self.parts.follow()
-            self._seen_epoch = epoch
+        with shared.operation():
+            at, epoch, _ = shared.read(lambda txn: _state(txn, shared.dbs))
+            if epoch != self._seen_epoch:
+                self.parts.follow()
+                self._seen_epoch = epoch
         return at
 
     def model(self) -> str:

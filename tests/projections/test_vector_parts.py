@@ -208,3 +208,27 @@ def test_a_directory_of_the_single_file_layout_is_rebuilt(tmp_path: Path) -> Non
             assert [p.name for p in (again.root / "vectors").glob("part-*")] == ["part-000000"]
         finally:
             again.close()
+
+
+def test_a_truncated_partition_fails_the_open_and_is_rebuilt(tmp_path: Path) -> None:
+    """A partition's file cut short is found when the vectors open (every
+    partition is opened, its meta pages checked): the projections are rebuilt."""
+    with EventLog.open(tmp_path / "log") as log:
+        _history(log)
+        proj = Projections(tmp_path, log, embedder=Hashing())
+        try:
+            proj.catch_up(search=True)
+            assert proj.vectors is not None
+            before, old_root = proj.vectors.dump(), proj.root
+        finally:
+            proj.close()
+        data = old_root / "vectors" / "part-000000" / "data.mdb"
+        with open(data, "r+b") as fh:
+            fh.truncate(data.stat().st_size // 2)
+        again = Projections(tmp_path, log, embedder=Hashing())
+        try:
+            again.catch_up(search=True)
+            assert again.root != old_root
+            assert again.vectors is not None and again.vectors.dump() == before
+        finally:
+            again.close()
