@@ -42,7 +42,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
 #    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
 # 8: search content indexed with term frequencies, not positions (nothing asks for a phrase:
-#    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays).
+#    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays);
+#    the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).
 LAYOUT = "8"
 
 

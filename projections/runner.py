@@ -5,8 +5,9 @@ Layout under the data directory::
     proj -> proj-<n>/          (a symlink, swapped atomically by a replay)
     proj-<n>/views/            the views LMDB environment
     proj-<n>/search/shard-NN/  the Tantivy shards
-    proj-<n>/vectors/          the vector projection (an LMDB environment), when
-                               an embedder is installed (:mod:`projections.embed`)
+    proj-<n>/vectors/          the vector projection (a small LMDB environment and
+                               its rows in ``part-NNNNNN/`` partitions), when an
+                               embedder is installed (:mod:`projections.embed`)
 
 Before any read, the projections it needs catch up from their checkpoint to the
 log head, so an append that returned is visible to the next read from any
@@ -321,9 +322,9 @@ class Projections(ProjectionDir):
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
 
     def _purge_vectors(self, timeout: float) -> list[str]:
-        """Rewrite the vector file (a vector can leak its text) on every purge.
-        A process without an embedder cannot bring the vectors up to date, so
-        it empties them instead (processes with one then rebuild them)."""
+        """Rewrite the vector partitions that lost a vector (a vector can leak
+        its text). A process without an embedder cannot bring the vectors up
+        to date, so it empties them instead (processes with one then rebuild them)."""
         crashpoint("vectors: compacting copy")
         if self.vectors is not None:
             return self.vectors.purge(timeout)

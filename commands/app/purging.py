@@ -207,7 +207,8 @@ def leftovers(data_dir: Path, current: str) -> list[str]:
     linked = {os.readlink(p) for p in search.glob("shard-??") if p.is_symlink()}
     found += [p for p in search.glob("shard-??.*") if not p.is_symlink() and p.name not in linked]
     found += list(search.glob(".shard-*"))
-    found += [p for env in ("views", "vectors") for p in (data_dir / current / env).glob(".compact-*")]
+    envs = ("views", "vectors", "vectors/part-*")  # the vectors' partitions too
+    found += [p for env in envs for p in (data_dir / current).glob(f"{env}/.compact-*")]
     return sorted(str(p.relative_to(data_dir)) for p in found)
 
 

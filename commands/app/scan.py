@@ -9,12 +9,15 @@ under this process's open environments (see :mod:`eventstore.storage.files`).
 
 A purge scans every file except the stores that by construction never held
 the deleted entries (:func:`purge_scope`): the payload segments it did not
-rewrite (a payload is written to the one segment of its seq) and the search
-shards it did not rebuild (an entry is indexed in the one shard of its id).
-Everything else is scanned, the log's main environment and the views
-included, although they are meant to hold no entry content at all, and the
-vector projection, which every purge rewrites (the needles then include the
-deleted texts' vectors: :func:`commands.app.purging.vector_needles`).
+rewrite (a payload is written to the one segment of its seq), the search
+shards it did not rebuild (an entry is indexed in the one shard of its id)
+and the vector partitions it did not rewrite (a partition that lost a vector
+is marked dirty in the same transaction, and a purge rewrites every dirty
+one: :mod:`projections.embed.parts`). Everything else is scanned, the log's
+main environment, the views and the vectors' main environment included,
+although they are meant to hold no entry content at all, and the vector
+partitions rewritten (the needles then include the deleted texts' vectors:
+:func:`commands.app.purging.vector_needles`).
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ def scan_tree(root: Path, needles: Iterable[bytes]) -> tuple[dict[str, int], int
 
 def purge_scope(rewritten: Iterable[str]) -> Callable[[Path], bool]:
     """A filter of the files a purge's scan reads, given the files and shard
-    links it rewrote: everything but untouched payload segments and shards."""
+    links it rewrote: everything but untouched payload segments, shards and
+    vector partitions."""
     paths = [Path(p) for p in rewritten]
     segments = {p.parent.name for p in paths if p.parent.name.startswith("seg-")}
     shards = {p.name for p in paths if p.name.startswith("shard-")}
+    parts = {p.parent.name for p in paths if p.parent.name.startswith("part-")}
 
     def in_scope(path: Path) -> bool:
         parent = path.parent.name
@@ -56,6 +61,8 @@ def purge_scope(rewritten: Iterable[str]) -> Callable[[Path], bool]:
             return parent in segments
         if parent.startswith("shard-") and path.parent.parent.name == "search":
             return parent.split(".")[0] in shards
+        if parent.startswith("part-") and path.parent.parent.name == "vectors":
+            return parent in parts
         return True
 
     return in_scope

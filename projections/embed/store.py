@@ -7,18 +7,36 @@ document's ``content`` and stores it under the document's rseq with its
 vector exists exactly for each indexed document version, and a search as of
 seq ``k`` is a filter on the intervals.
 
-Databases of the environment (``<proj>/vectors``, opened through the
-storage kit, so a purge rewrites it with a compacting copy and no stale bytes
-remain):
+The rows live in seq-range partitions (:mod:`projections.embed.parts`:
+``<proj>/vectors/part-NNNNNN/``, each an LMDB environment that a purge
+rewrites with a compacting copy only when it lost a row). The small main
+environment (``<proj>/vectors``, opened through the storage kit) holds no
+content:
 
-- ``vectors``: rseq (u64) -> from_seq (u64) | to_seq (u64) | the vector (float16);
 - ``changes``: seq (u64) | n (u32) -> rseq: which rseqs each batch touched, so
   another process's in-memory matrix catches up without reading everything
   (emptied by a purge, which moves the ``epoch`` on: a matrix of an older
   epoch is reloaded whole);
-- ``meta``: ``checkpoint`` (the last seq applied, in the same transaction),
-  ``embedder`` (the model's name: another name clears the vectors, which then
-  catch up again), ``dim``, ``epoch``.
+- ``meta``: ``checkpoint`` (the last seq applied), ``embedder`` (the model's
+  name: another name clears the vectors, which then catch up again), ``dim``,
+  ``epoch``; ``resetting`` while a clear empties the partitions, and
+  ``purging`` (partition numbers) while a purge rewrites them.
+
+Write order. :meth:`VectorIndex.apply` writes the partitions first (one
+transaction each), then the checkpoint and the changes in one transaction of
+the main environment. A crash between leaves partitions ahead of the
+checkpoint; the catch-up applies the same operations again from the
+checkpoint, and since each is a blind put or delete of a whole row, the rows
+end as if applied once. A clear records ``resetting`` with the checkpoint 0
+first, so a crash before the partitions are empty is finished by the next open
+(and until then no row is read). A purge records the dirty partitions in
+``purging`` before it unmarks and copies them, so a crash in between leaves
+them to the next purge.
+
+Every partition operation runs inside an operation of the main environment:
+a rebuild that retires the main environment (a replaced projection directory)
+waits for it, and this process's next operation raises
+:class:`~eventstore.RetiredError` before it touches a partition.
 
 Nothing here imports numpy at module level except through the embedder and
 the cache, which are only built when an embedder is given.
@@ -36,8 +54,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eventstore import StorageError
-from eventstore.storage import SharedEnv, open_shared_env, purge_env, release_shared_env
+from eventstore.storage import SharedEnv, crashpoint, open_shared_env, release_shared_env
 
+from .parts import Partitions, Row
 from .protocol import Embedder
 
 if TYPE_CHECKING:
@@ -45,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "VectorWorker", "purge_without_model"]
 
-VECTOR_DBS = (b"vectors", b"changes", b"meta")
+VECTOR_DBS = (b"changes", b"meta")
 _U64 = struct.Struct(">Q")
 _HEAD = struct.Struct(">QQ")
 _CHANGE = struct.Struct(">QI")
@@ -61,12 +80,21 @@ class VectorIndex:
         self.path = path
         self.embedder = embedder
         self.shared: SharedEnv | None = open_shared_env(path, VECTOR_DBS, sync=sync)
+        self.parts = Partitions(path, sync)
         self._cache: MatrixCache | None = None
         self._cache_at = -1
         self._cache_generation = -1
         self._cache_epoch = -1
+        self._seen_epoch = -1
         self._worker: VectorWorker | None = None
-        self._reset_if_other_model()
+        try:
+            with self.shared.operation():
+                self.parts.open_all()  # a damaged partition fails the open
+                _finish_reset(self.shared, self.parts)
+            self._reset_if_other_model()
+        except BaseException:
+            self.close()
+            raise
 
     def _env(self) -> SharedEnv:
         if self.shared is None:
@@ -74,7 +102,8 @@ class VectorIndex:
         return self.shared
 
     def close(self) -> None:
-        """Release the environment and drop the in-memory matrix."""
+        """Release the environments and drop the in-memory matrix."""
+        self.parts.close()
         if self.shared is not None:
             release_shared_env(self.shared)
             self.shared = None
@@ -83,9 +112,16 @@ class VectorIndex:
     # -- state ----------------------------------------------------------------
 
     def checkpoint(self) -> int:
-        """The last seq applied."""
+        """The last seq applied. When a purge moved the epoch on since the last
+        look, every partition this process has open adopts its rewritten file
+        (so no process keeps mapping an old one past its next catch-up)."""
         shared = self._env()
-        return shared.read(lambda txn: _meta_u64(txn, shared.dbs[b"meta"], b"checkpoint"))
+        with shared.operation():
+            at, epoch, _ = shared.read(lambda txn: _state(txn, shared.dbs))
+            if epoch != self._seen_epoch:
+                self.parts.follow()
+                self._seen_epoch = epoch
+        return at
 
     def model(self) -> str:
         """The name of the embedder the stored vectors were made by ('' when none)."""
@@ -100,25 +136,24 @@ class VectorIndex:
     def clear(self) -> None:
         """Drop every vector and the checkpoint (they catch up again from seq 0),
         and record this embedder as the model. Old bytes stay until a purge."""
-        self._env().write(lambda txn: _reset(txn, self._env().dbs, self.embedder.name, self.embedder.dim))
+        _reset(self._env(), self.parts, self.embedder.name, self.embedder.dim)
         self._cache = None
 
     def __len__(self) -> int:
-        shared = self._env()
-        return int(shared.read(lambda txn: txn.stat(shared.dbs[b"vectors"])["entries"]))
+        with self._env().operation():
+            return self.parts.count()
 
     def dump(self) -> dict[int, tuple[int, int, bytes]]:
         """Every stored vector: rseq -> (from_seq, to_seq, float16 bytes) (tests, replay checks)."""
-        shared = self._env()
+        out: dict[int, tuple[int, int, bytes]] = {}
 
-        def read(txn: Any) -> dict[int, tuple[int, int, bytes]]:
-            out = {}
-            for key, value in txn.cursor(db=shared.dbs[b"vectors"]):
-                lo, hi = _HEAD.unpack_from(value)
-                out[_U64.unpack(bytes(key))[0]] = (lo, hi, bytes(value[_HEAD.size :]))
-            return out
+        def visit(rseq: int, value: Any) -> None:
+            lo, hi = _HEAD.unpack_from(value)
+            out[rseq] = (lo, hi, bytes(value[_HEAD.size :]))
 
-        return shared.read(read)
+        with self._env().operation():
+            self.parts.scan(visit)
+        return out
 
     # -- applying ---------------------------------------------------------------
 
@@ -137,38 +172,24 @@ class VectorIndex:
             self._cache = None
 
     def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
-        """Embed the added texts (one call), then apply ``ops`` in order in one
-        transaction that moves the checkpoint to ``upto``. Ops at or below the
+        """Embed the added texts (one call), then apply ``ops`` in order: the
+        rows into their partitions, then the changes and the checkpoint
+        ``upto`` in one transaction (see the module doc). Ops at or below the
         stored checkpoint are skipped. Returns the new checkpoint (with a
         worker: ``upto``, which it will reach)."""
         if self._worker is not None:
             return self._worker.apply(ops, upto)
-        texts = [op[5] for op in ops if op[1] == "add"]
-        vectors = self.embedder.embed(texts) if texts else None
-        added = () if vectors is None else vectors.astype("<f2")
-        dbs = self._env().dbs
-
-        def write(txn: Any) -> int:
-            # Called again when the map grows (SharedEnv.write retries): start the rows over.
-            rows = iter(added)
-            done = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
-            if done == 0:  # emptied by a process without a model: the vectors are this model's again
-                txn.put(b"embedder", self.embedder.name.encode(), db=dbs[b"meta"])
-            for n, (seq, op, rseq, lo, hi, _) in enumerate(ops):
-                row = next(rows) if op == "add" else None
-                if seq <= done:
-                    continue
-                key = _U64.pack(rseq)
-                if row is not None:
-                    txn.put(key, _HEAD.pack(lo, hi) + row.tobytes(), db=dbs[b"vectors"])
-                else:
-                    txn.delete(key, db=dbs[b"vectors"])
-                txn.put(_CHANGE.pack(seq, n), key, db=dbs[b"changes"])
-            if upto > done:
-                txn.put(b"checkpoint", _U64.pack(upto), db=dbs[b"meta"])
-            return max(upto, done)
-
-        return self._env().write(write)
+        shared = self._env()
+        with shared.operation():
+            _finish_reset(shared, self.parts)
+            done = self.checkpoint()
+            todo = [op for op in ops if op[0] > done]
+            texts = [op[5] for op in todo if op[1] == "add"]
+            vectors = self.embedder.embed(texts) if texts else None
+            rows = iter(() if vectors is None else vectors.astype("<f2"))
+            self.parts.write([_row(op, rows) for op in todo])
+            crashpoint("vectors: partitions written, not the checkpoint")
+            return shared.write(lambda txn: _commit(txn, shared.dbs, self.embedder.name, ops, done, upto))
 
     # -- searching ----------------------------------------------------------------
 
@@ -183,41 +204,31 @@ class VectorIndex:
 
     def _refreshed(self) -> MatrixCache:
         """The in-memory matrix, brought up to the stored vectors: the changes
-        since it was loaded, or everything after a purge or a model change."""
+        since it was loaded, or everything after a purge or a model change.
+        (Partitions may be ahead of the checkpoint read first: the rows read
+        are then newer, and the next refresh reads their changes again.)"""
         shared = self._env()
         with shared.operation():
             generation = shared.generation
-        dbs = shared.dbs
-
-        def load(txn: Any) -> MatrixCache:
-            at = _meta_u64(txn, dbs[b"meta"], b"checkpoint")
-            epoch = _meta_u64(txn, dbs[b"meta"], b"epoch")
+            at, epoch, resetting = shared.read(lambda txn: _state(txn, shared.dbs))
             if self._cache is None or generation != self._cache_generation or epoch != self._cache_epoch:
-                self._cache = _load_all(txn, dbs[b"vectors"], self.embedder.dim)
+                self._cache = _load_all(self.parts, self.embedder.dim, resetting)
             elif at != self._cache_at:
-                _load_changes(txn, dbs, self._cache, self._cache_at)
-            self._cache_at, self._cache_epoch = at, epoch
-            return self._cache
-
-        cache = shared.read(load)
-        self._cache_generation = generation
-        return cache
+                touched = shared.read(lambda txn: _changed_since(txn, shared.dbs, self._cache_at))
+                _load_rows(self.parts, self._cache, touched)
+        self._cache_at, self._cache_epoch, self._cache_generation = at, epoch, generation
+        return self._cache
 
     # -- erasure ------------------------------------------------------------------
 
     def purge(self, timeout: float) -> list[str]:
-        """Empty the change list, then rewrite the environment with a compacting
-        copy (the old file zero-filled): no vector removed before remains.
-        Returns the files rewritten."""
-        dbs = self._env().dbs
-
-        def trim(txn: Any) -> None:
-            txn.drop(dbs[b"changes"], delete=False)
-            _next_epoch(txn, dbs)
-
-        self._env().write(trim)
+        """Empty the change list, then rewrite every partition that lost a
+        vector since its last rewrite (compacting copies, old files
+        zero-filled): no vector removed before remains. Returns the files
+        rewritten (untouched partitions are not among them)."""
+        files = _purge_parts(self._env(), self.parts, timeout)
         self._cache = None
-        return [str(p) for p in purge_env(self._env(), timeout).files_rewritten]
+        return files
 
     def files(self) -> Iterable[Path]:
         """Every file of the projection."""
@@ -276,15 +287,70 @@ def _worker_main() -> None:
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:
-    """Empty the vectors at ``path`` and rewrite their file (a purge by a
-    process that has no embedder, so it cannot remove the deleted documents'
+    """Empty the vectors at ``path`` and rewrite their partitions (a purge by
+    a process that has no embedder, so it cannot remove the deleted documents'
     vectors one by one): the processes that have one rebuild them from seq 0."""
     shared = open_shared_env(path, VECTOR_DBS)
+    parts = Partitions(path, sync=True)
     try:
-        shared.write(lambda txn: _reset(txn, shared.dbs, "", 0))
-        return [str(p) for p in purge_env(shared, timeout).files_rewritten]
+        _reset(shared, parts, "", 0)
+        return _purge_parts(shared, parts, timeout)
     finally:
+        parts.close()
         release_shared_env(shared)
+
+
+def _row(op: VectorOp, vectors: Any) -> Row:
+    """The partition row of one op (``vectors``: the added texts' rows, in order)."""
+    _, kind, rseq, lo, hi, _ = op
+    if kind != "add":
+        return (rseq, None)
+    return (rseq, _HEAD.pack(lo, hi) + next(vectors).tobytes())
+
+
+def _commit(txn: Any, dbs: dict[bytes, Any], model: str, ops: Sequence[VectorOp], done: int,
+            upto: int) -> int:
+    """The main environment's half of an apply: the changes and the checkpoint."""
+    if _meta_u64(txn, dbs[b"meta"], b"checkpoint") == 0:
+        # emptied by a process without a model: the vectors are this model's again
+        txn.put(b"embedder", model.encode(), db=dbs[b"meta"])
+    for n, (seq, _, rseq, _, _, _) in enumerate(ops):
+        if seq > done:
+            txn.put(_CHANGE.pack(seq, n), _U64.pack(rseq), db=dbs[b"changes"])
+    if upto > done:
+        txn.put(b"checkpoint", _U64.pack(upto), db=dbs[b"meta"])
+    return max(upto, done)
+
+
+def _purge_parts(shared: SharedEnv, parts: Partitions, timeout: float) -> list[str]:
+    """Trim the changes, record the dirty partitions (with those of a purge
+    that did not finish) as ``purging``, rewrite them, then drop the record.
+    The epoch moves on at both ends (see :meth:`VectorIndex.checkpoint`)."""
+    dbs = shared.dbs
+    with shared.operation():
+        dirty = parts.dirty()
+
+        def start(txn: Any) -> list[int]:
+            txn.drop(dbs[b"changes"], delete=False)
+            _next_epoch(txn, dbs)
+            pending = sorted(set(dirty) | set(_purging(txn, dbs)))
+            txn.put(b"purging", b"".join(_U64.pack(n) for n in pending), db=dbs[b"meta"])
+            return pending
+
+        files = parts.purge(shared.write(start), timeout)
+
+        def finish(txn: Any) -> None:
+            txn.delete(b"purging", db=dbs[b"meta"])
+            _next_epoch(txn, dbs)  # again: other processes adopt every rewritten partition
+
+        shared.write(finish)
+    return files
+
+
+def _purging(txn: Any, dbs: dict[bytes, Any]) -> list[int]:
+    raw = txn.get(b"purging", db=dbs[b"meta"])
+    raw = b"" if raw is None else bytes(raw)
+    return [_U64.unpack_from(raw, i)[0] for i in range(0, len(raw), _U64.size)]
 
 
 def _next_epoch(txn: Any, dbs: dict[bytes, Any], epoch: int | None = None) -> None:
@@ -293,13 +359,36 @@ def _next_epoch(txn: Any, dbs: dict[bytes, Any], epoch: int | None = None) -> No
     txn.put(b"epoch", _U64.pack(epoch + 1), db=dbs[b"meta"])
 
 
-def _reset(txn: Any, dbs: dict[bytes, Any], model: str, dim: int) -> None:
-    epoch = _meta_u64(txn, dbs[b"meta"], b"epoch")
-    for name in VECTOR_DBS:
-        txn.drop(dbs[name], delete=False)
-    txn.put(b"embedder", model.encode(), db=dbs[b"meta"])
-    txn.put(b"dim", _U64.pack(dim), db=dbs[b"meta"])
-    _next_epoch(txn, dbs, epoch)
+def _reset(shared: SharedEnv, parts: Partitions, model: str, dim: int) -> None:
+    """Checkpoint 0, this model, a new epoch and ``resetting``; then every
+    partition emptied (each marked dirty); then ``resetting`` dropped."""
+    dbs = shared.dbs
+
+    def start(txn: Any) -> None:
+        epoch = _meta_u64(txn, dbs[b"meta"], b"epoch")
+        purging = txn.get(b"purging", db=dbs[b"meta"])
+        purging = None if purging is None else bytes(purging)
+        for name in VECTOR_DBS:
+            txn.drop(dbs[name], delete=False)
+        txn.put(b"embedder", model.encode(), db=dbs[b"meta"])
+        txn.put(b"dim", _U64.pack(dim), db=dbs[b"meta"])
+        txn.put(b"resetting", b"1", db=dbs[b"meta"])
+        if purging is not None:  # a purge that did not finish: still to do
+            txn.put(b"purging", purging, db=dbs[b"meta"])
+        _next_epoch(txn, dbs, epoch)
+
+    with shared.operation():
+        shared.write(start)
+        _finish_reset(shared, parts)
+
+
+def _finish_reset(shared: SharedEnv, parts: Partitions) -> None:
+    """Empty the partitions if a clear did not finish (``resetting``)."""
+    dbs = shared.dbs
+    if shared.read(lambda txn: txn.get(b"resetting", db=dbs[b"meta"]) is None):
+        return
+    parts.clear()
+    shared.write(lambda txn: txn.delete(b"resetting", db=dbs[b"meta"]))
 
 
 def _meta_u64(txn: Any, db: Any, key: bytes) -> int:
@@ -307,28 +396,43 @@ def _meta_u64(txn: Any, db: Any, key: bytes) -> int:
     return 0 if raw is None else int(_U64.unpack(bytes(raw))[0])
 
 
-def _load_all(txn: Any, db: Any, dim: int) -> MatrixCache:
+def _state(txn: Any, dbs: dict[bytes, Any]) -> tuple[int, int, bool]:
+    """(checkpoint, epoch, resetting) of the main environment."""
+    meta = dbs[b"meta"]
+    resetting = txn.get(b"resetting", db=meta) is not None
+    return _meta_u64(txn, meta, b"checkpoint"), _meta_u64(txn, meta, b"epoch"), resetting
+
+
+def _changed_since(txn: Any, dbs: dict[bytes, Any], after: int) -> list[int]:
+    """The rseqs the batches after seq ``after`` touched."""
+    cursor = txn.cursor(db=dbs[b"changes"])
+    if not cursor.set_range(_U64.pack(after + 1)):
+        return []
+    return sorted({_U64.unpack(bytes(value))[0] for _, value in cursor})
+
+
+def _load_all(parts: Partitions, dim: int, resetting: bool) -> MatrixCache:
+    """Every row into a new matrix (none while a clear is unfinished)."""
     import numpy as np
 
     from .cache import MatrixCache
 
     cache = MatrixCache(dim)
-    for key, value in txn.cursor(db=db):
+
+    def visit(rseq: int, value: Any) -> None:
         lo, hi = _HEAD.unpack_from(value)
-        cache.put(_U64.unpack(bytes(key))[0], lo, hi, np.frombuffer(value, dtype="<f2", offset=_HEAD.size))
+        cache.put(rseq, lo, hi, np.frombuffer(value, dtype="<f2", offset=_HEAD.size))
+
+    if not resetting:
+        parts.scan(visit)
     return cache
 
 
-def _load_changes(txn: Any, dbs: dict[bytes, Any], cache: MatrixCache, after: int) -> None:
+def _load_rows(parts: Partitions, cache: MatrixCache, rseqs: list[int]) -> None:
+    """Bring the rows of ``rseqs`` in ``cache`` up to the partitions."""
     import numpy as np
 
-    cursor = txn.cursor(db=dbs[b"changes"])
-    if not cursor.set_range(_U64.pack(after + 1)):
-        return
-    touched = {bytes(value) for _, value in cursor}
-    for key in sorted(touched):
-        rseq = _U64.unpack(key)[0]
-        value = txn.get(key, db=dbs[b"vectors"])
+    for rseq, value in parts.get(rseqs).items():
         if value is None:
             cache.drop(rseq)
         else:

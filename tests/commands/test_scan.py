@@ -1,4 +1,4 @@
-"""The purge's scan scope: every file but untouched payload segments and shards."""
+"""The purge's scan scope: every file but untouched payload segments, shards and vector partitions."""
 
 from __future__ import annotations
 
@@ -10,23 +10,30 @@ from hypothesis import strategies as st
 from commands.app.scan import Matcher, purge_scope, scan_needles
 
 
-def test_scope_leaves_out_only_untouched_segments_and_shards(tmp_path: Path) -> None:
-    """Rewritten segments and shards, the main log, the views and stray files are
-    scanned; the other segments and shards are not."""
+def test_scope_leaves_out_only_untouched_segments_shards_and_vector_partitions(tmp_path: Path) -> None:
+    """Rewritten segments, shards and vector partitions, the main log, the views,
+    the vectors' main environment, scratch copies and stray files are scanned;
+    the other segments, shards and partitions are not."""
     files = [
         "log/data.mdb", "log/seg-000000/data.mdb", "log/seg-000001/data.mdb",
         "proj-0/views/data.mdb", "proj-0/search/shard-00.ab12/x.term",
         "proj-0/search/shard-01.cd34/x.term", "proj-0/search/shard-01.cd34/meta.json",
         "log/.compact-1/data.mdb", "stray.tmp",
+        "proj-0/vectors/data.mdb", "proj-0/vectors/part-000000/data.mdb",
+        "proj-0/vectors/part-000001/data.mdb", "proj-0/vectors/part-000002/data.mdb",
+        "proj-0/vectors/part-000000/.compact-ab/data.mdb",
     ]
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"needle-" * 8)
     scope = purge_scope([str(tmp_path / "log/seg-000001/data.mdb"),
-                         str(tmp_path / "proj-0/search/shard-01")])
+                         str(tmp_path / "proj-0/search/shard-01"),
+                         str(tmp_path / "proj-0/vectors/part-000001/data.mdb")])
     found, _, _ = scan_needles(tmp_path, [b"needle-" * 8], scope)
     assert sorted(found) == sorted(set(files) - {"log/seg-000000/data.mdb",
-                                                 "proj-0/search/shard-00.ab12/x.term"})
+                                                 "proj-0/search/shard-00.ab12/x.term",
+                                                 "proj-0/vectors/part-000000/data.mdb",
+                                                 "proj-0/vectors/part-000002/data.mdb"})
 
 
 def _naive(data: bytes, needles: list[bytes]) -> tuple[int, set[bytes]]:

@@ -40,7 +40,7 @@ def test_no_vector_of_a_deleted_entry_remains(tmp_path: Path) -> None:
         assert scan_tree(root, [vector])[0], "the vector is stored verbatim before the delete"
         report = mem.delete(ids=[target], reason="test", requested_by="dpo")
         assert report.verified
-        assert any(f.endswith("vectors/data.mdb") for f in report.files_rewritten)
+        assert any("/vectors/part-" in f for f in report.files_rewritten)
         assert any("of their vectors" in c for c in report.checks)
         assert mem.store.proj.vectors is not None
         assert len(mem.store.proj.vectors) == 301
@@ -89,8 +89,47 @@ def test_a_purge_without_a_model_empties_the_vectors(tmp_path: Path) -> None:
         vector = _vector_bytes(mem, target)
     with MemoryLog.open(root, embedder=None) as mem:
         report = mem.delete(ids=[target], reason="test", requested_by="dpo")
-        assert report.verified and any(f.endswith("vectors/data.mdb") for f in report.files_rewritten)
+        assert report.verified and any("/vectors/part-" in f for f in report.files_rewritten)
     assert not scan_tree(root, [vector])[0]
     with MemoryLog.open(root) as mem:
         mem.store.proj.catch_up(search=True)
         assert mem.store.proj.vectors is not None and len(mem.store.proj.vectors) == 1
+
+
+def test_a_delete_rewrites_only_the_partition_that_lost_the_vector(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With partitions of 64 seqs, a delete rewrites the one partition of the
+    deleted entry's vector; the purge's scan still finds nothing, and a
+    partition's leftover compacting copy is reported by ``leftovers``."""
+    from commands.app.purging import leftovers
+    from projections.embed import parts
+
+    monkeypatch.setattr(parts, "PART_SPAN", 64)
+    root = tmp_path / "store"
+    secret = f"the orchard gate code is zq{secrets.token_hex(8)}"
+    with MemoryLog.open(root, redact_on_ingest=False) as mem:
+        sid = mem.start_session()
+        with mem.batch():
+            for i in range(200):
+                mem.add_message(sid, role="user", content=f"routine note {i} about caches and queues")
+        target = mem.add_message(sid, role="user", content=secret)
+        with mem.batch():
+            for i in range(100):
+                mem.add_message(sid, role="user", content=f"later note {i} about builds")
+        vector = _vector_bytes(mem, target)
+        proj = mem.store.proj
+        assert proj.vectors is not None and len(proj.vectors.parts.existing()) >= 4
+        with mem.store.read() as views:
+            view = views.entry(target)
+        assert view is not None
+        report = mem.delete(ids=[target], reason="test", requested_by="dpo")
+        assert report.verified
+        rewritten = [f for f in report.files_rewritten if "/vectors/" in f]
+        part = f"vectors/part-{view.recorded_seq // 64:06d}/data.mdb"
+        assert len(rewritten) == 1 and rewritten[0].endswith(part)
+        scratch = proj.root / "vectors" / "part-000000" / ".compact-0a1b2c"
+        scratch.mkdir()
+        assert f"{proj.root.name}/vectors/part-000000/.compact-0a1b2c" in leftovers(root, proj.root.name)
+        scratch.rmdir()
+    assert not scan_tree(root, [vector])[0]
+    assert not scan_tree(root, [secret.encode()])[0]
