@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from eventstore import StorageError
 from eventstore.storage import SharedEnv, crashpoint, open_shared_env, release_shared_env
 
+from .._child import child_argv, child_env
 from .parts import Partitions, Row
 from .protocol import Embedder
 
@@ -244,7 +245,7 @@ class VectorWorker:
 
     def __init__(self, path: Path) -> None:
         code = "from projections.embed.store import _worker_main; _worker_main()"
-        self._proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+        self._proc = subprocess.Popen(child_argv(code, str(path)), stdin=subprocess.PIPE, env=child_env(),
                                       stdout=subprocess.DEVNULL)  # never into a caller's --json
         assert self._proc.stdin is not None
         self._pipe = self._proc.stdin

@@ -24,14 +24,14 @@ the one-process path. The child's main is :func:`.docs.worker_main`.
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import subprocess
-import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
+
+from .._child import child_argv, child_env
 
 __all__ = ["SPLIT_FROM", "DocWorker", "send_docs"]
 
@@ -45,15 +45,9 @@ class DocWorker:
 
     def __init__(self, log_path: Path, views_path: Path, low: int, high: int) -> None:
         code = "from projections.search.docs import worker_main; worker_main()"
-        # -P: not the working directory first on the path (an agent's repository
-        # may hold a module of the same name); the parent's path instead. No
-        # failpoints: the purge's crash tests count the parent's steps only.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_CRASH")}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-P", "-c", code, str(log_path.resolve()), str(views_path.resolve()),
-             str(low), str(high)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        argv = child_argv(code, str(log_path.resolve()), str(views_path.resolve()), str(low), str(high))
+        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, env=child_env())
         assert self._proc.stdout is not None
         self._out: IO[bytes] = self._proc.stdout
         self._checkpoint: int | None = None
