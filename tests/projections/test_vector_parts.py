@@ -187,18 +187,23 @@ def test_kill_9_after_a_partition_is_unmarked_leaves_it_to_the_next_purge(tmp_pa
         index.close()
 
 
+def _built(tmp_path: Path, log: EventLog) -> tuple[dict[int, tuple[int, int, bytes]], Path]:
+    """Write the history, catch the projections up; their vectors and directory."""
+    _history(log)
+    proj = Projections(tmp_path, log, embedder=Hashing())
+    try:
+        proj.catch_up(search=True)
+        assert proj.vectors is not None
+        return proj.vectors.dump(), proj.root
+    finally:
+        proj.close()
+
+
 def test_a_directory_of_the_single_file_layout_is_rebuilt(tmp_path: Path) -> None:
     """Layout 7 kept every vector in ``vectors/data.mdb``: such a directory is
     rebuilt by replay on open, into partitions holding the same vectors."""
     with EventLog.open(tmp_path / "log") as log:
-        _history(log)
-        proj = Projections(tmp_path, log, embedder=Hashing())
-        try:
-            proj.catch_up(search=True)
-            assert proj.vectors is not None
-            before, old_root = proj.vectors.dump(), proj.root
-        finally:
-            proj.close()
+        before, old_root = _built(tmp_path, log)
         (old_root / "layout").write_text("7 shards=1\n")
         again = Projections(tmp_path, log, embedder=Hashing())
         try:
@@ -214,14 +219,7 @@ def test_a_truncated_partition_fails_the_open_and_is_rebuilt(tmp_path: Path) -> 
     """A partition's file cut short is found when the vectors open (every
     partition is opened, its meta pages checked): the projections are rebuilt."""
     with EventLog.open(tmp_path / "log") as log:
-        _history(log)
-        proj = Projections(tmp_path, log, embedder=Hashing())
-        try:
-            proj.catch_up(search=True)
-            assert proj.vectors is not None
-            before, old_root = proj.vectors.dump(), proj.root
-        finally:
-            proj.close()
+        before, old_root = _built(tmp_path, log)
         data = old_root / "vectors" / "part-000000" / "data.mdb"
         with open(data, "r+b") as fh:
             fh.truncate(data.stat().st_size // 2)
