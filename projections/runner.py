@@ -312,7 +312,7 @@ class Projections(ProjectionDir):
         # The vector file's compacting copy (LMDB releases the GIL) runs beside
         # the views' copy and the shard rebuild: at 1M entries it takes 2 s alone.
         with ThreadPoolExecutor(1, thread_name_prefix="memlog-vectors") as pool:
-            vectors_job = pool.submit(self._purge_vectors, timeout)
+            vectors_job = pool.submit(self._purge_vectors, timeout, every_shard)
             if views:
                 rewritten += [str(p) for p in purge_env(self.views.shared, timeout).files_rewritten]
             views_s = time.perf_counter() - started if views else 0.0
@@ -321,13 +321,13 @@ class Projections(ProjectionDir):
         self._sweep_leftovers()
         return PurgeSplit(tuple(rewritten), views_s, time.perf_counter() - started - views_s)
 
-    def _purge_vectors(self, timeout: float) -> list[str]:
+    def _purge_vectors(self, timeout: float, everything: bool = False) -> list[str]:
         """Rewrite the vector partitions that lost a vector (a vector can leak
         its text). A process without an embedder cannot bring the vectors up
         to date, so it empties them instead (processes with one then rebuild them)."""
         crashpoint("vectors: compacting copy")
         if self.vectors is not None:
-            return self.vectors.purge(timeout)
+            return self.vectors.purge(timeout, everything)
         if not (self.root / "vectors" / "data.mdb").exists():
             return []
         return purge_without_model(self.root / "vectors", timeout)

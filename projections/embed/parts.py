@@ -108,13 +108,18 @@ class Partitions:
             groups.setdefault(part_of(row[0]), []).append(row)
         for n in sorted(groups):
             shared = self.env(n)
-            shared.write(functools.partial(_write_rows, shared.dbs, groups[n]))
+            if shared.write(functools.partial(_write_rows, shared, groups[n])) and not self.sync:
+                # A removal reaches the disk before the checkpoint that says it
+                # was applied (another file): after a power loss, a removal and
+                # its dirty mark are never lost behind a checkpoint past them.
+                with shared.operation() as env:
+                    env.sync(True)
 
     def clear(self) -> None:
         """Drop every row of every partition, marking each dirty."""
         for n in self.existing():
             shared = self.env(n)
-            shared.write(functools.partial(_drop_rows, shared.dbs))
+            shared.write(functools.partial(_drop_rows, shared))
 
     # -- reading -----------------------------------------------------------------
 
@@ -124,7 +129,7 @@ class Partitions:
         during the call)."""
         for n in self.existing():
             shared = self.env(n)
-            shared.read(functools.partial(_scan_rows, shared.dbs, visit))
+            shared.read(functools.partial(_scan_rows, shared, visit))
 
     def get(self, rseqs: Iterable[int]) -> dict[int, bytes | None]:
         """The values of ``rseqs`` (None when absent), one read per partition."""
@@ -137,7 +142,7 @@ class Partitions:
                 out.update((r, None) for r in groups[n])
                 continue
             shared = self.env(n)
-            out.update(shared.read(functools.partial(_get_rows, shared.dbs, groups[n])))
+            out.update(shared.read(functools.partial(_get_rows, shared, groups[n])))
         return out
 
     def count(self) -> int:
@@ -145,7 +150,7 @@ class Partitions:
         total = 0
         for n in self.existing():
             shared = self.env(n)
-            total += shared.read(functools.partial(_entries, shared.dbs))
+            total += shared.read(functools.partial(_entries, shared))
         return total
 
     # -- erasure -----------------------------------------------------------------
@@ -155,7 +160,7 @@ class Partitions:
         out = []
         for n in self.existing():
             shared = self.env(n)
-            if shared.read(functools.partial(_is_dirty, shared.dbs)):
+            if shared.read(functools.partial(_is_dirty, shared)):
                 out.append(n)
         return out
 
@@ -168,13 +173,15 @@ class Partitions:
             if not (self.root / f"part-{n:06d}").is_dir():
                 continue
             shared = self.env(n)
-            shared.write(functools.partial(_unmark, shared.dbs))
+            shared.write(functools.partial(_unmark, shared))
             crashpoint("vectors: partition unmarked, not copied")
             files += [str(p) for p in purge_env(shared, timeout).files_rewritten]
         return files
 
 
-def _write_rows(dbs: dict[bytes, Any], rows: Sequence[Row], txn: Any) -> None:
+def _write_rows(shared: SharedEnv, rows: Sequence[Row], txn: Any) -> bool:
+    """Apply ``rows``; whether a row was removed (the partition is then marked dirty)."""
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     removed = False
     for rseq, value in rows:
         key = _U64.pack(rseq)
@@ -184,14 +191,17 @@ def _write_rows(dbs: dict[bytes, Any], rows: Sequence[Row], txn: Any) -> None:
             txn.put(key, value, db=dbs[b"vectors"])
     if removed:
         txn.put(_DIRTY, b"1", db=dbs[b"meta"])
+    return removed
 
 
-def _drop_rows(dbs: dict[bytes, Any], txn: Any) -> None:
+def _drop_rows(shared: SharedEnv, txn: Any) -> None:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     txn.drop(dbs[b"vectors"], delete=False)
     txn.put(_DIRTY, b"1", db=dbs[b"meta"])
 
 
-def _get_rows(dbs: dict[bytes, Any], rseqs: list[int], txn: Any) -> dict[int, bytes | None]:
+def _get_rows(shared: SharedEnv, rseqs: list[int], txn: Any) -> dict[int, bytes | None]:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     out: dict[int, bytes | None] = {}
     for rseq in rseqs:
         value = txn.get(_U64.pack(rseq), db=dbs[b"vectors"])
@@ -199,18 +209,22 @@ def _get_rows(dbs: dict[bytes, Any], rseqs: list[int], txn: Any) -> dict[int, by
     return out
 
 
-def _scan_rows(dbs: dict[bytes, Any], visit: Callable[[int, Any], None], txn: Any) -> None:
+def _scan_rows(shared: SharedEnv, visit: Callable[[int, Any], None], txn: Any) -> None:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     for key, value in txn.cursor(db=dbs[b"vectors"]):
         visit(_U64.unpack(bytes(key))[0], value)
 
 
-def _entries(dbs: dict[bytes, Any], txn: Any) -> int:
+def _entries(shared: SharedEnv, txn: Any) -> int:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     return int(txn.stat(dbs[b"vectors"])["entries"])
 
 
-def _is_dirty(dbs: dict[bytes, Any], txn: Any) -> bool:
+def _is_dirty(shared: SharedEnv, txn: Any) -> bool:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     return txn.get(_DIRTY, db=dbs[b"meta"]) is not None
 
 
-def _unmark(dbs: dict[bytes, Any], txn: Any) -> None:
+def _unmark(shared: SharedEnv, txn: Any) -> None:
+    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
     txn.delete(_DIRTY, db=dbs[b"meta"])

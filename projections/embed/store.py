@@ -222,12 +222,13 @@ class VectorIndex:
 
     # -- erasure ------------------------------------------------------------------
 
-    def purge(self, timeout: float) -> list[str]:
+    def purge(self, timeout: float, everything: bool = False) -> list[str]:
         """Empty the change list, then rewrite every partition that lost a
         vector since its last rewrite (compacting copies, old files
         zero-filled): no vector removed before remains. Returns the files
-        rewritten (untouched partitions are not among them)."""
-        files = _purge_parts(self._env(), self.parts, timeout)
+        rewritten (untouched partitions are not among them). ``everything``:
+        every partition (a purge whose scan found content again)."""
+        files = _purge_parts(self._env(), self.parts, timeout, everything)
         self._cache = None
         return files
 
@@ -323,13 +324,13 @@ def _commit(txn: Any, dbs: dict[bytes, Any], model: str, ops: Sequence[VectorOp]
     return max(upto, done)
 
 
-def _purge_parts(shared: SharedEnv, parts: Partitions, timeout: float) -> list[str]:
+def _purge_parts(shared: SharedEnv, parts: Partitions, timeout: float, everything: bool = False) -> list[str]:
     """Trim the changes, record the dirty partitions (with those of a purge
     that did not finish) as ``purging``, rewrite them, then drop the record.
     The epoch moves on at both ends (see :meth:`VectorIndex.checkpoint`)."""
     dbs = shared.dbs
     with shared.operation():
-        dirty = parts.dirty()
+        dirty = parts.existing() if everything else parts.dirty()
 
         def start(txn: Any) -> list[int]:
             txn.drop(dbs[b"changes"], delete=False)

@@ -230,3 +230,30 @@ def test_a_truncated_partition_fails_the_open_and_is_rebuilt(tmp_path: Path) -> 
             assert again.vectors is not None and again.vectors.dump() == before
         finally:
             again.close()
+
+
+def test_a_partition_rewritten_by_another_process_is_used_again(tmp_path: Path, span: int) -> None:
+    """Another process's purge moves a partition's generation: this process's
+    next read and write reopen it and use the new handles (not the old ones)."""
+    index = VectorIndex(tmp_path / "v", Hashing())
+    try:
+        index.apply(_adds(1, 8), 8)
+        generation = tmp_path / "v" / "part-000001" / "generation"
+        generation.write_text(str(int(generation.read_text().strip() or 0) + 1))  # as a purge elsewhere
+        assert sorted(index.dump()) == list(range(1, 9))
+        index.apply([(9, "remove", 5, 0, 0, ""), *_adds(10, 10)], 10)
+        assert sorted(index.dump()) == [1, 2, 3, 4, 6, 7, 8, 10] and index.parts.dirty() == [1]
+    finally:
+        index.close()
+
+
+def test_a_purge_of_everything_rewrites_every_partition(tmp_path: Path, span: int) -> None:
+    """The purge's second pass (its scan found content) rewrites every partition, dirty or not."""
+    index = VectorIndex(tmp_path / "v", Hashing())
+    try:
+        index.apply(_adds(1, 8), 8)
+        assert index.parts.dirty() == [] and index.purge(30.0) == []
+        rewritten = index.purge(30.0, everything=True)
+        assert sorted(Path(f).parent.name for f in rewritten) == ["part-000000", "part-000001", "part-000002"]
+    finally:
+        index.close()
