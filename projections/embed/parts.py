@@ -21,6 +21,13 @@ Databases of a partition:
 - ``meta``: ``dirty``, present when a row was deleted (its bytes may linger
   in freed pages). It is written in the same transaction as the delete, so a
   committed removal is never unmarked; a purge removes the mark, then copies.
+  A write that removed a row is synced before the vectors' checkpoint (in the
+  main environment, another file) moves past it, so a power loss cannot keep
+  the checkpoint and lose the removal with its mark.
+
+Each operation reads the environment's database handles inside its
+transaction: another process's purge swaps a partition's file, and the
+operation that notices reopens it with new handles.
 """
 
 from __future__ import annotations
