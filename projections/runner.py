@@ -309,8 +309,8 @@ class Projections(ProjectionDir):
         self.payloads.clear()  # nor in its payload cache
         started = time.perf_counter()
         rewritten: list[str] = []
-        # The vector file's compacting copy (LMDB releases the GIL) runs beside
-        # the views' copy and the shard rebuild: at 1M entries it takes 2 s alone.
+        # The vectors' compacting copies (of the partitions that lost a vector;
+        # LMDB releases the GIL) run beside the views' copy and the shard rebuild.
         with ThreadPoolExecutor(1, thread_name_prefix="memlog-vectors") as pool:
             vectors_job = pool.submit(self._purge_vectors, timeout, every_shard)
             if views:
