@@ -45,7 +45,7 @@ _HEAP = 64 << 20
 _HEAP_BUDGET = 256 << 20  # every shard writer together (16 shards: 16 MB each)
 _HEAP_MIN = 16 << 20
 _CPUS = os.cpu_count() or 1  # (asking on every search cost ~10 µs)
-_PARALLEL_DOCS = 32_768  # documents in the largest shard from which shards are searched in threads
+_PARALLEL_DOCS = 32_768  # documents in all shards from which shards are searched in threads
 SHARD_EVENTS = 1 << 16  # log events per shard when the shard count fits the store
 MOST_SHARDS = 16
 
@@ -262,6 +262,10 @@ class SearchShard:
         return old
 
 
+def _each(fn: Callable[[Any], T], searchers: list[tuple[int, Any]]) -> list[T]:
+    return [fn(s) for _, s in searchers]
+
+
 def _checkpoint_doc(checkpoint: int) -> Any:
     doc = tantivy.Document()
     doc.add_unsigned("rseq", 0)
@@ -395,23 +399,30 @@ class SearchIndex:
         return [(i, shard.index.searcher()) for i, shard in enumerate(self.shards)]
 
     def map_searchers(self, fn: Callable[[Any], T], searchers: list[tuple[int, Any]]) -> list[T]:
-        """``fn`` of each searcher, in shard order; shards run in parallel threads
-        (Tantivy releases the GIL while it searches) once a shard is large
-        enough for that to pay: below :data:`_PARALLEL_DOCS` documents in the
-        largest shard the threads' hand-offs cost more than they save. On a
-        quiet 2-core machine (p50 / p99 ms, 600 corpus queries, `run_search`):
-        1M entries in 16 shards 3.6 / 11 serial, 2.5 / 6.3 in threads; 200k in
-        4 shards 0.51 / 1.75 serial, 0.49 / 1.3 in threads. On cores busy with
-        other work threads cost more (200k, 16 shards: 2.5 / 19.4 serial,
-        3.6 / 38.4 in threads), a price paid for the quiet case."""
+        """``fn`` of each searcher, in shard order. From :data:`_PARALLEL_DOCS`
+        documents in all shards, each core's thread takes every other shard
+        (Tantivy releases the GIL while it searches; this thread takes the
+        first share, so a search hands off once, not once a shard); below it
+        the hand-off costs more than it saves. On a quiet 2-core machine (p50 /
+        p99 ms, 600 corpus queries, `run_search`): 1M entries in 16 shards 3.6
+        / 11 serial, 2.5 / 6.3 in threads; 200k in 4 shards 0.51 / 1.75
+        serial, 0.49 / 1.3 in threads. On cores busy with other work threads
+        cost more (200k, 16 shards: 2.5 / 19.4 serial, 3.6 / 38.4 in
+        threads), a price paid for the quiet case."""
         workers = min(len(searchers), _CPUS)
-        if workers < 2 or max(s.num_docs for _, s in searchers) < _PARALLEL_DOCS:
+        if workers < 2 or sum(s.num_docs for _, s in searchers) < _PARALLEL_DOCS:
             return [fn(s) for _, s in searchers]
         with self._pool_lock:  # one pool even when several threads search at once
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="memlog-search")
+                self._pool = ThreadPoolExecutor(workers - 1, thread_name_prefix="memlog-search")
             pool = self._pool
-        return list(pool.map(fn, (s for _, s in searchers)))
+        chunks = [searchers[w::workers] for w in range(workers)]
+        futures = [pool.submit(_each, fn, chunk) for chunk in chunks[1:]]
+        parts = [_each(fn, chunks[0])] + [f.result() for f in futures]
+        out: list[T] = [None] * len(searchers)  # type: ignore[list-item]
+        for w, part in enumerate(parts):
+            out[w::workers] = part
+        return out
 
     def doc_freq(self, word: str) -> int:
         """How many documents (deleted ones included until merged) hold ``word``,

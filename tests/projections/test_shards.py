@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from commands import MemoryLog
 from projections.runner import LAYOUT
+from projections.search import index as search_index
 
 
 def _store(path: Path, shards: int, count: int) -> tuple[MemoryLog, list[str]]:
@@ -68,3 +71,25 @@ def test_a_rebuild_by_another_store_is_noticed_through_the_relink_mark(tmp_path:
                 assert [h.id for h in other.search(f"tok{i}x", record_access=False, mode="text")] == [eid]
         moved = [n for n, shard in enumerate(index.shards) if shard.target != before[n]]
         assert moved == [index.shard_of(victim)]
+
+
+def test_shards_searched_in_threads_give_what_one_thread_gives(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threaded search (each thread a share of the shards) keeps the shards'
+    order and finds what the serial search finds, on any shard count."""
+    mem, _ = _store(tmp_path / "s", shards=5, count=40)
+    with mem:
+        queries = ["note", "topic3", "tok7x about", "topic1 topic2"]
+        monkeypatch.setattr(search_index, "_PARALLEL_DOCS", 1 << 40)
+        serial = [[h.id for h in mem.search(q, record_access=False, mode="text", limit=30)]
+                  for q in queries]
+        index = mem.proj.search_index
+        assert index is not None
+        searchers = index.searchers()
+        order = index.map_searchers(lambda s: s.num_docs, searchers)
+        monkeypatch.setattr(search_index, "_PARALLEL_DOCS", 0)
+        monkeypatch.setattr(search_index, "_CPUS", 2)
+        assert index.map_searchers(lambda s: s.num_docs, searchers) == order
+        assert [[h.id for h in mem.search(q, record_access=False, mode="text", limit=30)]
+                for q in queries] == serial
+        assert len(serial[0]) == 30 and len(set(order)) > 1
