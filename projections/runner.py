@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple, TypeVar
 
-from eventstore import EventLog, RecordedEvent, RetiredError
+from eventstore import EntryRecorded, EventLog, RecordedEvent, RetiredError
 from eventstore.storage import crashpoint, purge_env, wipe_tree
 
 from ._dirs import file_lock, mark_layout, wipe_replaced
@@ -43,6 +43,7 @@ from .search import Ranking, SearchIndex, SearchQuery, rank, search_ops
 from .search.apply import Op
 from .search.bm25 import forget_texts
 from .search.docs import shard_docs
+from .search.index import ONE_PASS_EVENTS, return_freed_memory, search_passes
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
@@ -136,37 +137,52 @@ class Projections(ProjectionDir):
             start = min(marks)
             for i in rebuilding:  # nothing is indexed into a shard its rebuild replaces
                 marks[i] = max(marks[i], head)
-            if start < head:
-                try:
-                    with self._vector_feed(start) as feed:  # the vectors catch up in the same pass
-                        skipped = self._index_range(index, marks, start + 1, head, progress, feed)
-                    if skipped:  # before the commit: a crash in between records them again
-                        add_skips(self.root / "search" / "skipped", skipped)
-                except BaseException:
-                    index.rollback()
-                    raise
-                for i, shard in enumerate(index.shards):
-                    if i in rebuilding:
-                        shard.rollback()  # its rebuild follows; until then the next catch-up redoes it
-                    elif shard.dirty or head - marks[i] >= _SEARCH_LAG:
-                        shard.commit(head)
+            for n, shards in enumerate(search_passes(marks, head, start)):
+                self._search_pass(index, marks, shards, (start, head), progress, feed_vectors=n == 0)
+            for i in rebuilding:
+                index.shards[i].rollback()  # its rebuild follows; until then the next catch-up redoes it
             if not rebuilding:
                 self._indexed_head = head
+
+    def _search_pass(self, index: SearchIndex, marks: list[int], shards: list[int],
+                     span: tuple[int, int], progress: Progress | None, feed_vectors: bool) -> None:
+        """Index the records after ``span[0]`` up to ``span[1]`` into ``shards``
+        (the first pass also feeds the vectors), then commit those shards."""
+        start, head = span
+        pass_marks = [mark if i in shards else max(mark, head) for i, mark in enumerate(marks)]
+        try:
+            with (self._vector_feed(start) if feed_vectors else contextlib.nullcontext()) as feed:
+                skipped = self._index_range(index, pass_marks, start + 1, head, progress, feed)
+            if skipped:  # before the commit: a crash in between records them again
+                add_skips(self.root / "search" / "skipped", skipped)
+        except BaseException:
+            index.rollback()
+            raise
+        for i in shards:
+            shard = index.shards[i]
+            if shard.dirty or head - marks[i] >= _SEARCH_LAG:
+                shard.commit(head)
+        if head - start >= ONE_PASS_EVENTS:  # a long pass: its writers' memory back to the system
+            return_freed_memory()
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
                      progress: Progress | None, feed: VectorFeed | None) -> list[Skipped]:
         """Index records ``first`` to ``last`` (and feed their operations to the
         vectors); return those that could not be indexed (each is skipped,
-        reported and logged)."""
+        reported and logged); without a feed, an entry for a shard past it is passed over."""
         assert self.views is not None
         skipped = []
         with self.views.read() as views:
             for rec in self.log.read(first, last):
+                if progress and rec.seq % 10_000 == 0:
+                    progress(rec.seq)
+                if feed is None and _indexed_past(index, marks, rec):
+                    continue
                 views.as_of = rec.seq
                 ops: list[Op] = []
                 try:
                     ops = list(search_ops(rec, views))
-                    _index_record(index, marks, rec.seq, ops)
+                    index.apply(marks, rec.seq, ops)
                 except Exception as exc:
                     if not unapplicable(exc):
                         raise
@@ -174,8 +190,6 @@ class Projections(ProjectionDir):
                     warn_skipped(skipped[-1])
                 if feed is not None:
                     feed.add(rec.seq, ops)
-                if progress and rec.seq % 10_000 == 0:
-                    progress(rec.seq)
         return skipped
 
     @contextlib.contextmanager
@@ -459,15 +473,10 @@ class Projections(ProjectionDir):
         return sorted(found, key=lambda s: (s.seq, s.projection))
 
 
-def _index_record(index: SearchIndex, marks: list[int], seq: int, ops: list[Op]) -> None:
-    """Apply the index operations of the record at ``seq`` to the shards not past it."""
-    for op, entry_id, arg in ops:
-        if seq <= marks[index.shard_of(entry_id)]:
-            continue
-        if op == "add":
-            index.add(entry_id, arg)
-        else:
-            index.remove(entry_id, arg)
+def _indexed_past(index: SearchIndex, marks: list[int], rec: RecordedEvent) -> bool:
+    """Whether ``rec`` records an entry into a shard already past it (nothing to index)."""
+    event = rec.event
+    return type(event) is EntryRecorded and rec.seq <= marks[index.shard_of(event.entry_id)]
 
 
 def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:

@@ -37,7 +37,7 @@ from eventstore import EventLog
 from projections import build_schema, entry_document
 
 
-def build(root: Path, entries: int, shards: int) -> float:
+def build(root: Path, entries: int, shards: int | None) -> float:
     """Write the corpus and catch the projections up; return the seconds."""
     started = time.perf_counter()
     with EventLog.open(root / "log") as log:
@@ -86,11 +86,14 @@ def raw_shard_index(mem: MemoryLog, docs: int) -> float:
         shutil.rmtree(target)
 
 
-def run(root: Path, entries: int, shards: int, repeats: int = 1) -> dict[str, Any]:
+def run(root: Path, entries: int, shards: int | None, repeats: int = 1) -> dict[str, Any]:
     """Build, then delete one entry with the purge (``repeats`` times, a
-    different entry each time), and measure; the first deletion is reported."""
+    different entry each time), and measure; the first deletion is reported.
+    ``shards`` None: the count memlog fits to the store."""
     build_s = build(root, entries, shards)
     with MemoryLog.open(root, search_shards=shards) as mem:
+        assert mem.proj.search_index is not None
+        shards = len(mem.proj.search_index.shards)
         victims = [h.id for h in mem.search("postgres", limit=repeats, record_access=False)]
         anchor_index = raw_shard_index(mem, max(1, entries // shards))
         totals: list[float] = []
@@ -125,14 +128,15 @@ def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--shards", type=int, default=0,
+                        help="a fixed search shard count (default: fitted to the store, as memlog does)")
     parser.add_argument("--repeats", type=int, default=1, help="deletions, one entry each (first reported)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-delete-")) / "store"
     try:
-        result = run(root, args.entries, args.shards, args.repeats)
+        result = run(root, args.entries, args.shards or None, args.repeats)
     finally:
         if args.dir is None:
             shutil.rmtree(root.parent, ignore_errors=True)

@@ -43,7 +43,7 @@ words, six kinds, 200 sessions) and measures, in one run:
     ``replay_ratio`` is (a)'s memlog / anchor (``replay_views_ratio``, kept).
 
 The projection's shard count is fitted to the store as memlog does (one per
-65,536 events, a power of two, at most 16; ``--shards N`` fixes it). Raw
+32,768 events, a power of two, at most 32; ``--shards N`` fixes it). Raw
 Tantivy queries ask for no hit count (``count=False``), as memlog's do: a
 count stops Tantivy's block-max WAND pruning. The raw anchors live in
 tools/raw_tantivy.py.
@@ -336,7 +336,7 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
     entries = len(raw.rows)
     out: dict[str, Any] = {
         "events": head, "entries": entries, "shards": shards, "queries": len(lat.memlog),
-        "shards_rule": "fixed" if args.shards else "fitted (1 per 65,536 events, power of two, <= 16)",
+        "shards_rule": "fixed" if args.shards else "fitted (1 per 32,768 events, power of two, <= 32)",
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
         "replay_views_ratio": round(v_ours / v_raw, 3), "replay_ratio": round(v_ours / v_raw, 3),

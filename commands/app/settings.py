@@ -37,7 +37,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     redaction_patterns: tuple[str, ...] = tuple(PATTERNS)
     custom_redactions: dict[str, str] = {}
     record_access: bool = True
-    search_shards: int | None = None  # None: fitted to the store (1 to 16, by log size); N: fixed
+    search_shards: int | None = None  # None: fitted to the store (1 to 32, by log size); N: fixed
     context_budget_tokens: int = 2000
     max_context_messages: int = 20
     max_user_memories: int = 50

@@ -15,12 +15,14 @@ together with the shard's other changes.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,20 +36,23 @@ from eventstore.storage import MaintenanceLock, crashpoint, open_private, privat
 from ..models import MemoryView
 from . import terms as _terms
 
-__all__ = ["OPEN_SEQ", "SHARD_EVENTS", "SearchIndex", "SearchShard", "broken_index", "build_schema",
-           "entry_document", "memory_document", "memory_text", "searchable_text", "shards_for", "word_count"]
+__all__ = ["ONE_PASS_EVENTS", "OPEN_SEQ", "SHARD_EVENTS", "SearchIndex", "SearchShard", "broken_index",
+           "build_schema", "entry_document", "memory_document", "memory_text", "return_freed_memory",
+           "search_passes", "searchable_text", "shards_for", "word_count"]
 
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
 _HEAP = 64 << 20
-_HEAP_BUDGET = 256 << 20  # every shard writer together (16 shards: 16 MB each)
+_HEAP_BUDGET = 256 << 20  # every shard writer of a pass together (16 shards: 16 MB each)
 _HEAP_MIN = 16 << 20
 _CPUS = os.cpu_count() or 1  # (asking on every search cost ~10 µs)
 _PARALLEL_DOCS = 32_768  # documents in all shards from which shards are searched in threads
-SHARD_EVENTS = 1 << 16  # log events per shard when the shard count fits the store
-MOST_SHARDS = 16
+SHARD_EVENTS = 1 << 15  # log events per shard when the shard count fits the store
+MOST_SHARDS = 32
+ONE_PASS_EVENTS = 1 << 18  # records a catch-up indexes into every shard in one pass (search_passes)
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform.startswith("linux") else None
 
 
 def shards_for(events: int, most: int = MOST_SHARDS) -> int:
@@ -56,10 +61,12 @@ def shards_for(events: int, most: int = MOST_SHARDS) -> int:
 
     Each shard costs every search a fixed ~30 µs (its searcher, term counts,
     prefix terms, search and fast fields), so a small store wants one shard;
-    a purge rebuilds whole shards (~5 µs a document), so a large one wants
-    shards of at most ~65k documents: 1M events give 16 shards, as before.
-    Counting events (not entries) makes the count a function of the log head,
-    the same for live updates and for a replay.
+    a purge rebuilds a whole shard (about 40 µs a document on two cores, the
+    documents and Tantivy together), so a large one wants small shards: 1M
+    events give 32 shards of about 31k documents, which a purge rebuilds in
+    about 1.2 s (16 shards: 1.9 s, over the 2-second delete). Counting events
+    (not entries) makes the count a function of the log head, the same for
+    live updates and for a replay.
     """
     wanted = -(-max(events, 1) // SHARD_EVENTS)
     return min(max(1, most), 1 << (wanted - 1).bit_length())
@@ -70,6 +77,35 @@ def writer_heap(shards: int) -> int:
     would together hold more than ``_HEAP_BUDGET`` (a replay at 1M fills all
     16), never under Tantivy's minimum of 15 MB a thread."""
     return max(_HEAP_MIN, min(_HEAP, _HEAP_BUDGET // max(1, shards)))
+
+
+def search_passes(marks: Sequence[int], head: int, start: int) -> list[list[int]]:
+    """The shards each pass over the records ``start + 1`` to ``head`` indexes:
+    those behind ``head`` (``marks``: each shard's checkpoint), at most as
+    many a pass as :data:`_HEAP_BUDGET` holds writers. A replay at 1M fills
+    all 32 shards: their writers' arenas (at least 15 MB each, Tantivy's
+    floor) would hold about 480 MB, so it indexes 16 shards a pass and reads
+    the log twice. A range under :data:`ONE_PASS_EVENTS` cannot fill the
+    arenas and takes one pass. There is always one pass when ``start`` is
+    behind ``head`` (it feeds the vectors), none otherwise."""
+    if start >= head:
+        return []
+    behind = [i for i, mark in enumerate(marks) if mark < head]
+    per_pass = max(1, _HEAP_BUDGET // writer_heap(len(marks)))
+    if head - start < ONE_PASS_EVENTS or len(behind) <= per_pass:
+        return [behind]
+    return [behind[k:k + per_pass] for k in range(0, len(behind), per_pass)]
+
+
+def return_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``;
+    nothing where there is none). The shard writers of a pass free their
+    indexing memory when they commit, but glibc keeps it in their threads'
+    malloc arenas, where the next pass's threads did not reuse it: a 1M
+    replay's second pass peaked at 619 MB of anonymous memory without this,
+    489 MB with it."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def broken_index(exc: BaseException) -> bool:
@@ -375,6 +411,17 @@ class SearchIndex:
         shard = self.shards[self.shard_of(entry_id)]
         shard.open_writer().add_json(doc)
         shard.dirty = True
+
+    def apply(self, marks: Sequence[int], seq: int, ops: Iterable[tuple[str, str, Any]]) -> None:
+        """Apply the index operations of the record at ``seq`` (``search_ops``)
+        to the shards not past it (``marks``: each shard's checkpoint)."""
+        for op, entry_id, arg in ops:
+            if seq <= marks[self.shard_of(entry_id)]:
+                continue
+            if op == "add":
+                self.add(entry_id, arg)
+            else:
+                self.remove(entry_id, arg)
 
     def remove(self, entry_id: str, rseq: int) -> None:
         """Delete an entry's documents (uncommitted until :meth:`commit`)."""

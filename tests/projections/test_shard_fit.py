@@ -12,8 +12,8 @@ import pytest
 import projections.search.index as search_index
 from commands import MemoryLog
 from commands.app.search import find, make_query
-from projections.runner import LAYOUT
-from projections.search.index import MOST_SHARDS, SHARD_EVENTS, shards_for
+from projections.runner import LAYOUT, Projections
+from projections.search.index import MOST_SHARDS, ONE_PASS_EVENTS, SHARD_EVENTS, search_passes, shards_for
 
 
 def _layout(path: Path) -> str:
@@ -27,7 +27,7 @@ def _hits(mem: MemoryLog, text: str, as_of: int | None = None, **kw: object) -> 
 def test_the_rule_is_one_shard_per_block_of_events_in_powers_of_two() -> None:
     assert [shards_for(n) for n in (0, 1, SHARD_EVENTS)] == [1, 1, 1]
     assert [shards_for(SHARD_EVENTS + 1), shards_for(3 * SHARD_EVENTS)] == [2, 4]
-    assert shards_for(1_000_000) == MOST_SHARDS == 16 and shards_for(10**9) == 16
+    assert shards_for(1_000_000) == MOST_SHARDS == 32 and shards_for(10**9) == 32
     assert shards_for(10**9, most=4) == 4
 
 
@@ -132,3 +132,51 @@ def test_a_refit_by_one_store_is_followed_by_another_on_the_same_directory(tmp_p
         assert mem.proj.search_index is not None and len(mem.proj.search_index.shards) == 4
         assert [_hits(other, f"tok{i}x") for i in range(40)] == [[e] for e in ids]
         assert other.proj.search_index is not None and len(other.proj.search_index.shards) == 4
+
+
+def test_a_long_catch_up_indexes_as_many_shards_a_pass_as_the_writers_budget_holds() -> None:
+    head = 4 * ONE_PASS_EVENTS
+    assert search_passes([0] * 32, head, 0) == [list(range(16)), list(range(16, 32))]
+    assert search_passes([0] * 16, head, 0) == [list(range(16))]
+    assert search_passes([0] * 32, ONE_PASS_EVENTS - 1, 0) == [list(range(32))]  # a short range: one pass
+    ahead = [head if i % 2 else 0 for i in range(32)]  # half the shards are current
+    assert search_passes(ahead, head, 0) == [list(range(0, 32, 2))]
+    assert search_passes([head] * 32, head, head) == []
+    assert search_passes([head] * 32, head, 5) == [[]]  # (a pass for the vectors alone)
+
+
+def test_a_replay_in_several_passes_equals_the_live_projections(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """One shard a pass: every shard, the as-of intervals, the memories and the
+    vectors (fed by the first pass only) are what live updates made."""
+    with MemoryLog.open(tmp_path / "s", search_shards=4, record_access=False) as mem:
+        sid = mem.start_session(user_id="alice")
+        ids = [mem.add_message(sid, role="user", content=f"note tok{i}x about topic{i % 5}")
+               for i in range(40)]
+        finding = mem.record_finding(sid, description="disk failure about topic9", severity="high")
+        mem.update_finding(finding, status="resolved")
+        mem.remember("alice", "pet", "a cat named zanzibar")
+        mem.delete(ids=[ids[7]], reason="test", requested_by="t")
+        head = mem.log.head().seq
+        queries = ["note", "topic3", "tok3x", "topic9", "zanzibar", "a cat"]
+        live = [(_hits(mem, q, limit=50, source="both"), _hits(mem, q, limit=50, as_of=head - 5))
+                for q in queries]
+        semantic = [r.id for r in mem.search("a note about some topic", mode="semantic", source="both", limit=5)]
+        monkeypatch.setattr(search_index, "ONE_PASS_EVENTS", 1)
+        monkeypatch.setattr(search_index, "_HEAP_BUDGET", search_index._HEAP_MIN)
+        passes: list[list[int]] = []
+        real = Projections._search_pass
+
+        def spy(self: Projections, index: object, marks: object, shards: list[int], *a: object,
+                **k: bool) -> None:
+            passes.append(list(shards))
+            real(self, index, marks, shards, *a, **k)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Projections, "_search_pass", spy)
+        mem.proj.replay()
+        assert passes == [[0], [1], [2], [3]]
+        assert [(_hits(mem, q, limit=50, source="both"), _hits(mem, q, limit=50, as_of=head - 5))
+                for q in queries] == live
+        assert [r.id for r in mem.search("a note about some topic", mode="semantic", source="both", limit=5)] == semantic
+        assert live[2][0] == [ids[3]] and live[3][0] == [finding] and ids[7] not in live[0][0]
+        assert mem.proj.vectors is not None and len(semantic) == 5
