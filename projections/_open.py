@@ -25,7 +25,7 @@ from ._checks import Problem, layout_of, link_target, search_problem, views_prob
 from ._dirs import file_lock, mark_layout, point_link, wipe_replaced
 from .embed import Embedder, VectorIndex
 from .search import SearchIndex, broken_index
-from .search.index import shards_for
+from .search.fit import shards_for
 from .views import ViewStore
 
 __all__ = ["LAYOUT", "ProjectionDir"]
@@ -186,7 +186,7 @@ class ProjectionDir:
 
     def wanted_shards(self, head: int) -> int:
         """The shard count a directory built at log head ``head`` gets: the
-        fixed count, or :func:`~projections.search.index.shards_for` the head."""
+        fixed count, or :func:`~projections.search.fit.shards_for` the head."""
         return self.shards or shards_for(head)
 
     def _check_current(self) -> None:

@@ -39,11 +39,10 @@ from ._open import LAYOUT, ProjectionDir
 from ._skips import Skipped, add_skips, error_class, read_skips, unapplicable, warn_skipped
 from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_without_model
 from .embed.ops import VectorFeed, vector_ops
-from .search import Ranking, SearchIndex, SearchQuery, rank, search_ops
+from .search import Ranking, SearchIndex, SearchQuery, fit, rank, search_ops
 from .search.apply import Op
 from .search.bm25 import forget_texts
 from .search.docs import shard_docs
-from .search.index import ONE_PASS_EVENTS, return_freed_memory, search_passes
 from .views import ViewReader, ViewStore
 
 __all__ = ["LAYOUT", "Projections", "PurgeSplit"]
@@ -69,7 +68,7 @@ class Projections(ProjectionDir):
     def __init__(self, data_dir: Path, log: EventLog, *, shards: int | None = None, sync: bool = True,
                  embedder: Embedder | Literal["default"] | None = "default") -> None:
         """``shards``: a fixed search shard count; None fits it to the store
-        (:func:`~projections.search.index.shards_for` the log head; see
+        (:func:`~projections.search.fit.shards_for` the log head; see
         :meth:`refit_due`). ``embedder``: the model of the vector projection;
         ``"default"`` is the shipped static model when numpy is installed;
         None: no vectors (text search only)."""
@@ -137,7 +136,7 @@ class Projections(ProjectionDir):
             start = min(marks)
             for i in rebuilding:  # nothing is indexed into a shard its rebuild replaces
                 marks[i] = max(marks[i], head)
-            for n, shards in enumerate(search_passes(marks, head, start)):
+            for n, shards in enumerate(fit.search_passes(marks, head, start)):
                 self._search_pass(index, marks, shards, (start, head), progress, feed_vectors=n == 0)
             for i in rebuilding:
                 index.shards[i].rollback()  # its rebuild follows; until then the next catch-up redoes it
@@ -162,8 +161,8 @@ class Projections(ProjectionDir):
             shard = index.shards[i]
             if shard.dirty or head - marks[i] >= _SEARCH_LAG:
                 shard.commit(head)
-        if head - start >= ONE_PASS_EVENTS:  # a long pass: its writers' memory back to the system
-            return_freed_memory()
+        if head - start >= fit.ONE_PASS_EVENTS:  # a long pass: its writers' memory back to the system
+            fit.return_freed_memory()
 
     def _index_range(self, index: SearchIndex, marks: list[int], first: int, last: int,
                      progress: Progress | None, feed: VectorFeed | None) -> list[Skipped]:

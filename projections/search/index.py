@@ -15,10 +15,8 @@ together with the shard's other changes.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
-import sys
 import threading
 import time
 import zlib
@@ -35,77 +33,17 @@ from eventstore.storage import MaintenanceLock, crashpoint, open_private, privat
 
 from ..models import MemoryView
 from . import terms as _terms
+from .fit import _HEAP, writer_heap
 
-__all__ = ["ONE_PASS_EVENTS", "OPEN_SEQ", "SHARD_EVENTS", "SearchIndex", "SearchShard", "broken_index",
-           "build_schema", "entry_document", "memory_document", "memory_text", "return_freed_memory",
-           "search_passes", "searchable_text", "shards_for", "word_count"]
+__all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document",
+           "memory_document", "memory_text", "searchable_text", "word_count"]
 
 T = TypeVar("T")
 
 OPEN_SEQ = (1 << 63) - 1
 _json = msgspec.json.Encoder().encode
-_HEAP = 64 << 20
-_HEAP_BUDGET = 256 << 20  # every shard writer of a pass together (16 shards: 16 MB each)
-_HEAP_MIN = 16 << 20
 _CPUS = os.cpu_count() or 1  # (asking on every search cost ~10 µs)
-_PARALLEL_DOCS = 32_768  # documents in all shards from which shards are searched in threads
-SHARD_EVENTS = 1 << 15  # log events per shard when the shard count fits the store
-MOST_SHARDS = 32
-ONE_PASS_EVENTS = 1 << 18  # records a catch-up indexes into every shard in one pass (search_passes)
-_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform.startswith("linux") else None
-
-
-def shards_for(events: int, most: int = MOST_SHARDS) -> int:
-    """The shard count that fits a log of ``events`` events: one shard per
-    :data:`SHARD_EVENTS` events, rounded up to a power of two, from 1 to ``most``.
-
-    Each shard costs every search a fixed ~30 µs (its searcher, term counts,
-    prefix terms, search and fast fields), so a small store wants one shard;
-    a purge rebuilds a whole shard (about 40 µs a document on two cores, the
-    documents and Tantivy together), so a large one wants small shards: 1M
-    events give 32 shards of about 31k documents, which a purge rebuilds in
-    about 1.2 s (16 shards: 1.9 s, over the 2-second delete). Counting events
-    (not entries) makes the count a function of the log head, the same for
-    live updates and for a replay.
-    """
-    wanted = -(-max(events, 1) // SHARD_EVENTS)
-    return min(max(1, most), 1 << (wanted - 1).bit_length())
-
-
-def writer_heap(shards: int) -> int:
-    """Each shard writer's indexing memory: ``_HEAP``, less when many shards
-    would together hold more than ``_HEAP_BUDGET`` (a replay at 1M fills all
-    16), never under Tantivy's minimum of 15 MB a thread."""
-    return max(_HEAP_MIN, min(_HEAP, _HEAP_BUDGET // max(1, shards)))
-
-
-def search_passes(marks: Sequence[int], head: int, start: int) -> list[list[int]]:
-    """The shards each pass over the records ``start + 1`` to ``head`` indexes:
-    those behind ``head`` (``marks``: each shard's checkpoint), at most as
-    many a pass as :data:`_HEAP_BUDGET` holds writers. A replay at 1M fills
-    all 32 shards: their writers' arenas (at least 15 MB each, Tantivy's
-    floor) would hold about 480 MB, so it indexes 16 shards a pass and reads
-    the log twice. A range under :data:`ONE_PASS_EVENTS` cannot fill the
-    arenas and takes one pass. There is always one pass when ``start`` is
-    behind ``head`` (it feeds the vectors), none otherwise."""
-    if start >= head:
-        return []
-    behind = [i for i, mark in enumerate(marks) if mark < head]
-    per_pass = max(1, _HEAP_BUDGET // writer_heap(len(marks)))
-    if head - start < ONE_PASS_EVENTS or len(behind) <= per_pass:
-        return [behind]
-    return [behind[k:k + per_pass] for k in range(0, len(behind), per_pass)]
-
-
-def return_freed_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``;
-    nothing where there is none). The shard writers of a pass free their
-    indexing memory when they commit, but glibc keeps it in their threads'
-    malloc arenas, where the next pass's threads did not reuse it: a 1M
-    replay's second pass peaked at 619 MB of anonymous memory without this,
-    489 MB with it."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+_PARALLEL_DOCS = 131_072  # documents in all shards from which shards are searched in threads
 
 
 def broken_index(exc: BaseException) -> bool:
@@ -449,13 +387,17 @@ class SearchIndex:
         """``fn`` of each searcher, in shard order. From :data:`_PARALLEL_DOCS`
         documents in all shards, each core's thread takes every other shard
         (Tantivy releases the GIL while it searches; this thread takes the
-        first share, so a search hands off once, not once a shard); below it
-        the hand-off costs more than it saves. On a quiet 2-core machine (p50 /
-        p99 ms, 600 corpus queries, `run_search`): 1M entries in 16 shards 3.6
-        / 11 serial, 2.5 / 6.3 in threads; 200k in 4 shards 0.51 / 1.75
-        serial, 0.49 / 1.3 in threads. On cores busy with other work threads
-        cost more (200k, 16 shards: 2.5 / 19.4 serial, 3.6 / 38.4 in
-        threads), a price paid for the quiet case."""
+        first share, so a search hands off once, not once a shard, and runs a
+        share no pool thread has started); below it the hand-off costs more
+        than it saves. Measured with one task a shard, on a quiet 2-core
+        machine (p50 / p99 ms, 600 corpus queries, `run_search`): 1M entries
+        in 16 shards 3.6 / 11 serial, 2.5 / 6.3 in threads; 200k in 4 shards
+        0.51 / 1.75 serial, 0.49 / 1.3 in threads (so the threshold stays
+        about where that rule put it for small stores); on cores busy with
+        other work threads cost more (200k, 16 shards: 2.5 / 19.4 serial, 3.6
+        / 38.4 in threads). With a share a thread, 1M entries in 32 shards:
+        2.7 to 3.1 ms p50 (16 shards: 2.3 to 2.9); one task a shard was no
+        faster than one thread at 32 shards (5.4 against 5.0 ms, loaded)."""
         workers = min(len(searchers), _CPUS)
         if workers < 2 or sum(s.num_docs for _, s in searchers) < _PARALLEL_DOCS:
             return [fn(s) for _, s in searchers]
@@ -465,7 +407,15 @@ class SearchIndex:
             pool = self._pool
         chunks = [searchers[w::workers] for w in range(workers)]
         futures = [pool.submit(_each, fn, chunk) for chunk in chunks[1:]]
-        parts = [_each(fn, chunks[0])] + [f.result() for f in futures]
+        try:
+            parts = [_each(fn, chunks[0])]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        # A share no pool thread has started (they serve other searches) runs here.
+        parts += [_each(fn, chunk) if future.cancel() else future.result()
+                  for future, chunk in zip(futures, chunks[1:], strict=True)]
         out: list[T] = [None] * len(searchers)  # type: ignore[list-item]
         for w, part in enumerate(parts):
             out[w::workers] = part

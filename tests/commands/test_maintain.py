@@ -19,7 +19,7 @@ from commands.app.store import Store
 from commands.app.summarise import ExtractiveSummariser
 from commands.app.upkeep import Due, Step, StepContext
 from eventstore import SessionNotFoundError, now_micros
-from projections.search import index as search_index
+from projections.search import fit as search_fit
 
 from .conftest import Run, head_of
 
@@ -270,7 +270,7 @@ def test_ephemeral_sessions_past_the_count_go_in_one_purge(tmp_path: Path) -> No
 def test_search_refit_is_due_when_the_store_outgrows_its_shards(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A search never refits; maintain does, and then nothing is due."""
-    monkeypatch.setattr(search_index, "SHARD_EVENTS", 8)
+    monkeypatch.setattr(search_fit, "SHARD_EVENTS", 8)
     with MemoryLog.open(tmp_path / "s", record_access=False) as mem:
         sid = mem.start_session()
         ids = [mem.add_message(sid, role="user", content=f"entry tok{i}x") for i in range(20)]
