@@ -475,7 +475,7 @@ class Projections(ProjectionDir):
 def _indexed_past(index: SearchIndex, marks: list[int], rec: RecordedEvent) -> bool:
     """Whether ``rec`` records an entry into a shard already past it (nothing to index)."""
     event = rec.event
-    return type(event) is EntryRecorded and rec.seq <= marks[index.shard_of(event.entry_id)]
+    return type(event) is EntryRecorded and index.past(marks, event.entry_id, rec.seq)
 
 
 def _after(log: EventLog, upto: int, after: int) -> Iterator[RecordedEvent]:

@@ -134,6 +134,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
+    if args.repeats < 1 or args.shards < 0 or args.entries < 1:
+        parser.error("--repeats and --entries must be at least 1, --shards at least 0")
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-delete-")) / "store"
     try:
         result = run(root, args.entries, args.shards or None, args.repeats)

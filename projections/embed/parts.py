@@ -188,7 +188,7 @@ class Partitions:
 
 def _write_rows(shared: SharedEnv, rows: Sequence[Row], txn: Any) -> bool:
     """Apply ``rows``; whether a row was removed (the partition is then marked dirty)."""
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     removed = False
     for rseq, value in rows:
         key = _U64.pack(rseq)
@@ -202,13 +202,13 @@ def _write_rows(shared: SharedEnv, rows: Sequence[Row], txn: Any) -> bool:
 
 
 def _drop_rows(shared: SharedEnv, txn: Any) -> None:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     txn.drop(dbs[b"vectors"], delete=False)
     txn.put(_DIRTY, b"1", db=dbs[b"meta"])
 
 
 def _get_rows(shared: SharedEnv, rseqs: list[int], txn: Any) -> dict[int, bytes | None]:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     out: dict[int, bytes | None] = {}
     for rseq in rseqs:
         value = txn.get(_U64.pack(rseq), db=dbs[b"vectors"])
@@ -217,21 +217,21 @@ def _get_rows(shared: SharedEnv, rseqs: list[int], txn: Any) -> dict[int, bytes 
 
 
 def _scan_rows(shared: SharedEnv, visit: Callable[[int, Any], None], txn: Any) -> None:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     for key, value in txn.cursor(db=dbs[b"vectors"]):
         visit(_U64.unpack(bytes(key))[0], value)
 
 
 def _entries(shared: SharedEnv, txn: Any) -> int:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     return int(txn.stat(dbs[b"vectors"])["entries"])
 
 
 def _is_dirty(shared: SharedEnv, txn: Any) -> bool:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     return txn.get(_DIRTY, db=dbs[b"meta"]) is not None
 
 
 def _unmark(shared: SharedEnv, txn: Any) -> None:
-    dbs = shared.dbs  # read in the transaction: a purge by another process may have reopened it
+    dbs = shared.dbs
     txn.delete(_DIRTY, db=dbs[b"meta"])
