@@ -40,12 +40,18 @@ from .segments import Segments
 __all__ = ["TxnWriter"]
 
 
-def _put_all(cursor: Any, items: list[tuple[bytes, bytes]], clash: str, *, append: bool = False,
-             duplicate: bool = False) -> None:
-    """putmulti of new keys with the return value checked (py-lmdb reports clashes,
-    not raises): a key that exists already is never overwritten."""
-    consumed, added = cursor.putmulti(items, append=append, overwrite=False)
-    if consumed != len(items) or added != len(items):
+def _put_all(txn: Any, db: Any, items: list[tuple[bytes, bytes]], clash: str, *,
+             append: bool = False, duplicate: bool = False) -> None:
+    """Put new keys with the result checked (py-lmdb reports clashes, not
+    raises): a key that exists already is never overwritten. One item is one
+    ``put`` (a single append's case), more are one cursor's ``putmulti``."""
+    if len(items) == 1:
+        key, value = items[0]
+        done = txn.put(key, value, db=db, append=append, overwrite=False)
+    else:
+        consumed, added = txn.cursor(db=db).putmulti(items, append=append, overwrite=False)
+        done = consumed == added == len(items)
+    if not done:
         if duplicate:
             raise DuplicateEventError(clash)
         raise CorruptionError(clash)
@@ -74,7 +80,6 @@ class TxnWriter:
         self.base = self.head.seq
         self.sealed = self.was_sealed = read_sealed(txn, dbs[META])
         self.now = max(clock(), self.head.time)
-        self.headers = txn.cursor(db=dbs[HEADERS])
         self.payloads: list[tuple[bytes, bytes]] = []
         self.erased: set[int] = set()
         self.sealing = False  # recent payloads are taken to the segments
@@ -90,16 +95,16 @@ class TxnWriter:
         self._erase(req.erases)
         first = self.head.seq + 1
         headers, payloads, ids, index = self._records(req, first, version)
-        _put_all(self.headers, headers, f"seq {first} already exists in the log", append=True)
+        _put_all(self.txn, self.dbs[HEADERS], headers, f"seq {first} already exists in the log", append=True)
         if self.recent:
             self._put_recent(payloads)
         else:
             self.payloads.extend(payloads)
-        _put_all(self.txn.cursor(db=self.dbs[EVENT_IDS]), sorted(ids),
+        _put_all(self.txn, self.dbs[EVENT_IDS], sorted(ids),
                  "an event id of this append is already in the log", duplicate=True)
         # A clash means ``streams`` fell behind the index: taking over the entry would
         # hide the event it points at from read_stream.
-        _put_all(self.txn.cursor(db=self.dbs[STREAM_INDEX]), index,
+        _put_all(self.txn, self.dbs[STREAM_INDEX], index,
                  f"the stream index of {req.stream} already holds versions after {version}")
         version += len(req.payloads)
         self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
@@ -119,7 +124,7 @@ class TxnWriter:
                 keys[index] = self.segments.key(index, create=True)
             items.append((key, conceal(keys[index] or b"", stored)))
         self.put_recent = True
-        _put_all(self.txn.cursor(db=self.dbs[RECENT]), items,
+        _put_all(self.txn, self.dbs[RECENT], items,
                  "a recent payload after the log's head already exists", append=True)
 
     def seal_if_due(self) -> None:
@@ -127,7 +132,9 @@ class TxnWriter:
         when this append goes to the segments or ``recent`` is full."""
         if self.sealed is None:
             return
-        if self.recent and self.txn.stat(self.dbs[RECENT])["entries"] < SEAL_AT:
+        # Every seq after S went to ``recent`` (an erasure may have removed some):
+        # counting seqs seals no later than counting entries, without a stat.
+        if self.recent and self.head.seq - self.sealed < SEAL_AT:
             return
         self.payloads[:0] = take_recent(self.txn, self.dbs, self.segments.key_of)
         self.sealed = None

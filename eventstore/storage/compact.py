@@ -39,10 +39,10 @@ from .files import (
     LMDB_LOCK_FILE,
     ensure_private_dir,
     fsync_dir,
+    overwrite_int_file,
     wipe_fd,
     wipe_file,
     wipe_tree,
-    write_int_file,
 )
 from .safety import crashpoint, open_private
 
@@ -102,7 +102,7 @@ class Swap:
         if self.bumped is None:
             crashpoint("compact: bump the generation")
             self.bumped = self.shared.generation + 1
-            write_int_file(self.shared.path / "generation", self.bumped)
+            overwrite_int_file(self.shared.path / "generation", self.bumped)
 
     def finish(self) -> int:
         """Reopen this process's environment at the new generation (when one

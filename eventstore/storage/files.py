@@ -35,6 +35,8 @@ __all__ = [
     "ensure_private_dir",
     "fsync_dir",
     "is_lmdb_lock_file",
+    "overwrite_int_file",
+    "pread_int",
     "private_tree",
     "read_int_file",
     "storage_error",
@@ -116,6 +118,36 @@ def write_int_file(path: Path, value: int) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+INT_WIDTH = 20  # an overwritten integer file is this wide: no rewrite makes it shorter
+
+
+def overwrite_int_file(path: Path, value: int) -> None:
+    """Durably overwrite a small integer file in place, at a fixed width (one
+    ``pwrite`` within the first sector, then ``fsync``), so that a reader that
+    holds the file open (:func:`pread_int`) sees the new value; a missing file
+    is created as :func:`write_int_file` does. Callers serialise writers and
+    readers (the generation: under the maintenance lock)."""
+    try:
+        fd = open_private(path, os.O_WRONLY)
+    except FileNotFoundError:
+        write_int_file(path, value)
+        return
+    try:
+        os.pwrite(fd, f"{value:>{INT_WIDTH}}".encode(), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def pread_int(fd: int, default: int = 0) -> int:
+    """The integer in an open small integer file (``default`` when it is empty
+    or not an integer), read with one ``pread``."""
+    try:
+        return int(os.pread(fd, 32, 0).strip() or default)
+    except ValueError:
+        return default
 
 
 def create_int_file(path: Path, value: int) -> None:
@@ -230,6 +262,15 @@ class MaintenanceLock:
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         """Hold the lock shared for the block (the purging thread passes through)."""
+        self.hold_shared()
+        try:
+            yield
+        finally:
+            self.release_shared()
+
+    def hold_shared(self) -> None:
+        """Take the lock shared (:meth:`shared` without a generator, for the
+        operations' hot path); pair with :meth:`release_shared`."""
         me = threading.get_ident()
         with self._cond:
             while self._owner is not None and self._owner != me:
@@ -237,14 +278,14 @@ class MaintenanceLock:
             if self._shared == 0 and self._owner is None:
                 fcntl.flock(self._fd, fcntl.LOCK_SH)
             self._shared += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._shared -= 1
-                if self._shared == 0 and self._owner is None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
-                self._cond.notify_all()
+
+    def release_shared(self) -> None:
+        """Drop one shared hold taken by :meth:`hold_shared`."""
+        with self._cond:
+            self._shared -= 1
+            if self._shared == 0 and self._owner is None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._cond.notify_all()
 
     @contextlib.contextmanager
     def exclusive(self, timeout: float) -> Iterator[None]:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from eventstore.storage import open_shared_env, release_shared_env
-from eventstore.storage.files import read_int_file, write_int_file
+from eventstore.storage.files import overwrite_int_file, read_int_file
 
 
 def test_a_reopen_waits_for_the_thread_using_the_old_environment(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_a_reopen_waits_for_the_thread_using_the_old_environment(tmp_path: Path)
         first.start()
         assert inside.wait(10)
         generation = tmp_path / "env" / "generation"
-        write_int_file(generation, read_int_file(generation) + 1)  # as a purge's swap does
+        overwrite_int_file(generation, read_int_file(generation) + 1)  # as a purge bumps it
         second = threading.Thread(target=other)
         second.start()
         assert not reopened.wait(0.3)  # it waits: the first thread is inside
