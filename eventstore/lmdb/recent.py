@@ -3,8 +3,8 @@
 A small append (at most :data:`RECENT_MAX` events) stores its payloads in the
 main environment's ``recent`` database, in the same transaction as its
 headers: one commit, one pair of syncs, as raw LMDB pays for the same records.
-Every :data:`SEAL_AT` recent payloads, any larger append, a purge and a clean
-close *seal* them: the payloads go to their segments (one durable segment
+The append that takes ``recent`` :data:`SEAL_AT` seqs past S (below), any
+larger append, a purge and a clean close *seal* them: the payloads go to their segments (one durable segment
 commit), then the transaction that commits next empties ``recent``. Meta
 ``sealed`` (S) says where they are: a seq at or below S has its payload in a
 segment, a seq after it in ``recent``; absent, ``recent`` is empty.
@@ -60,7 +60,7 @@ NONCE_SIZE = 16
 # Appends of at most this many events keep their payloads in ``recent`` (an
 # agent's turn appends 1-3); larger ones pay the segments' commit directly.
 RECENT_MAX = 8
-SEAL_AT = 1024  # ``recent`` is sealed once it holds this many payloads
+SEAL_AT = 1024  # ``recent`` is sealed once this many seqs are past S (at most this many payloads)
 
 
 def _xor(key: bytes, nonce: bytes, data: bytes) -> bytes:

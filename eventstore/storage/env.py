@@ -4,7 +4,8 @@ py-lmdb refuses to open the same path twice in one process, so environments
 are shared through a registry with a reference count. Every operation runs
 under the shared maintenance lock and first compares the on-disk generation
 with the one it opened; a purge bumps the generation, so every process reopens
-the new file before touching it.
+the new file before touching it. The generation file is held open and read
+with one ``pread``; writers overwrite it in place (:func:`.files.overwrite_int_file`).
 
 The environment knows its own shape. Before ``lmdb.open`` the data file is
 checked against its meta pages (:mod:`eventstore.storage.shape`), so that a
