@@ -7,11 +7,14 @@ an unbounded number of commits; only a compacting copy is clean. So a purge:
    finish first; new ones wait);
 2. makes a compacting copy of each environment to rewrite, beside it, and
    fsyncs it;
-3. closes this process's environments;
-4. swaps each copy in with ``os.replace`` and fsyncs the directory, keeping a
-   descriptor on the old file;
-5. bumps the generation, so every other process reopens the new files before
-   its next operation (they cannot be inside one: the lock is exclusive);
+3. bumps the generation (before the first swap, so that a crash after it
+   still makes every other process reopen), so every other process reopens
+   the new files before its next operation (they cannot be inside one: the
+   lock is exclusive);
+4. closes this process's environments, swaps each copy in with
+   ``os.replace`` and fsyncs the directory, keeping a descriptor on the old
+   file;
+5. reopens this process's environment at the new generation;
 6. zero-fills each old file through its descriptor, fsyncs it and closes it
    (the rename already unlinked it), and removes the old lock file (it holds
    reader slots, no content).

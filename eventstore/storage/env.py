@@ -137,11 +137,19 @@ class SharedEnv:
             self._generation_fd = -1  # checked by path until the next open
 
     def _release_generation(self) -> None:
-        if self._generation_fd >= 0:
-            os.close(self._generation_fd)
-            self._generation_fd = -1
+        with self._users:  # no thread of this process is reading it meanwhile
+            if self._generation_fd >= 0:
+                os.close(self._generation_fd)
+                self._generation_fd = -1
 
     def _current_generation(self) -> int:
+        """The generation on disk. A held file that was unlinked (deleted, or
+        replaced by a rename) is let go and the file at the path held instead,
+        so a bump written there is never missed."""
+        fd = self._generation_fd
+        if fd >= 0 and os.fstat(fd).st_nlink > 0:
+            return pread_int(fd)
+        self._hold_generation()
         if self._generation_fd < 0:
             return read_int_file(self._generation_file)
         return pread_int(self._generation_fd)

@@ -14,7 +14,7 @@ import pytest
 from eventstore import RetiredError
 from eventstore.storage import open_shared_env, release_shared_env
 from eventstore.storage.env import RETIRED
-from eventstore.storage.files import INT_WIDTH, overwrite_int_file, pread_int, read_int_file
+from eventstore.storage.files import INT_WIDTH, overwrite_int_file, pread_int, read_int_file, write_int_file
 
 
 def test_an_open_file_sees_each_overwrite(tmp_path: Path) -> None:
@@ -47,5 +47,28 @@ def test_another_process_bump_and_retirement_reach_an_open_environment(tmp_path:
         _in_another_process(tmp_path / "env" / "generation", RETIRED)  # as a rebuild's retirement
         with pytest.raises(RetiredError):
             shared.read(lambda txn: None)
+    finally:
+        release_shared_env(shared)
+
+
+@pytest.mark.parametrize("how", ["replaced", "deleted"])
+def test_a_held_file_that_was_unlinked_is_let_go(tmp_path: Path, how: str) -> None:
+    """A generation file replaced by a rename (an older writer) or deleted and
+    written again: the holder notices the unlink and reads the file at the path."""
+    shared = open_shared_env(tmp_path / "env", (b"d",), sync=False)
+    try:
+        shared.read(lambda txn: None)
+        path = tmp_path / "env" / "generation"
+        if how == "replaced":
+            write_int_file(path, 3)
+        else:
+            path.unlink()
+            shared.read(lambda txn: None)  # missing: reads as 0, as before
+            overwrite_int_file(path, 3)
+        shared.read(lambda txn: None)
+        assert shared.generation == 3
+        overwrite_int_file(path, 4)  # held again: an in-place bump is seen
+        shared.read(lambda txn: None)
+        assert shared.generation == 4
     finally:
         release_shared_env(shared)
