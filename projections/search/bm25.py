@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 import tantivy
@@ -35,7 +35,9 @@ import tantivy
 from .index import SearchIndex
 from .terms import terms
 
-__all__ = ["K1", "B", "Stats", "collect_stats", "forget_texts", "score_text", "text_score"]
+__all__ = ["K1", "B", "Stats", "collect_stats", "forget_texts", "held_text_score", "score_text", "text_score"]
+
+T = TypeVar("T")
 
 K1, B = 1.2, 0.75
 FUZZY_WEIGHT = 0.3
@@ -47,10 +49,19 @@ _COUNTS: dict[str, tuple[int, dict[str, int]]] = {}
 _COUNTS_MAX = 8192
 
 
+# The same counts by the object the text was made from (a cached log event:
+# the payload cache serves the same object to every current search), so a
+# repeated candidate's text is neither joined nor hashed again. The object is
+# held with its counts, so its id is not reused while memoised; events are
+# frozen, so the counts stay its text's.
+_HELD: dict[int, tuple[object, tuple[int, dict[str, int]]]] = {}
+
+
 def forget_texts() -> None:
-    """Empty the term-count cache (a purge calls it: no text of a deleted or
+    """Empty the term-count caches (a purge calls it: no text of a deleted or
     redacted entry stays in this process's cache)."""
     _COUNTS.clear()
+    _HELD.clear()
 
 
 class Stats(msgspec.Struct, frozen=True):
@@ -96,6 +107,25 @@ def score_text(words: Sequence[str], stats: Stats) -> float:
 def text_score(text: str, stats: Stats) -> float:
     """The BM25 score of a document of ``text`` (its term counts memoised by
     the text: the same score as ``score_text(terms(text), stats)``)."""
+    found = _counts(text)
+    return _score(found[0], found[1], stats) if found[0] else 0.0
+
+
+def held_text_score(holder: T, text_of: Callable[[T], str], stats: Stats) -> float:
+    """``text_score(text_of(holder), stats)``, memoised by the frozen object
+    ``holder`` as well (see ``_HELD``)."""
+    held = _HELD.get(id(holder))
+    if held is not None and held[0] is holder:
+        found = held[1]
+    else:
+        found = _counts(text_of(holder))
+        if len(_HELD) >= _COUNTS_MAX:
+            _HELD.clear()
+        _HELD[id(holder)] = (holder, found)
+    return _score(found[0], found[1], stats) if found[0] else 0.0
+
+
+def _counts(text: str) -> tuple[int, dict[str, int]]:
     found = _COUNTS.get(text)
     if found is None:
         words = terms(text)
@@ -103,7 +133,7 @@ def text_score(text: str, stats: Stats) -> float:
         if len(_COUNTS) >= _COUNTS_MAX:
             _COUNTS.clear()
         _COUNTS[text] = found
-    return _score(found[0], found[1], stats) if found[0] else 0.0
+    return found
 
 
 def _score(length: int, counts: dict[str, int], stats: Stats) -> float:

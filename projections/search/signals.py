@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["by_date", "by_session", "period_of"]
+__all__ = ["by_date", "by_session", "period_of", "with_text"]
+
+
+def with_text(candidate: Any, text: float) -> Any:
+    """``candidate`` (a named tuple whose first field is its text score) with
+    ``text`` instead: ``_replace(text=...)`` without its keyword machinery
+    (a third of its cost, paid for most candidates of every search)."""
+    return type(candidate)(text, *candidate[1:])
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
@@ -54,7 +61,7 @@ def by_date(candidates: Sequence[Any], query_text: str, share: float) -> list[An
         when = datetime.fromtimestamp(micros / 1e6, UTC)
         return (month is None or when.month == month) and (year is None or when.year == year)
 
-    return [c._replace(text=c.text * (1 + share)) if c.text > 0 and inside(c.occurred_at) else c
+    return [with_text(c, c.text * (1 + share)) if c.text > 0 and inside(c.occurred_at) else c
             for c in candidates]
 
 
@@ -74,6 +81,6 @@ def by_session(candidates: Sequence[Any], sessions: Sequence[str | None], share:
     if best_session <= 0 or best_text <= 0:
         return list(candidates)
     unit = share * best_text / best_session
-    return [c._replace(text=c.text + unit * strength[sid])
+    return [with_text(c, c.text + unit * strength[sid])
             if c.text >= 0 and sid is not None and strength.get(sid) else c
             for c, sid in zip(candidates, sessions, strict=True)]

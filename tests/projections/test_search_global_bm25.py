@@ -72,3 +72,24 @@ def test_memoised_term_counts_follow_the_text() -> None:
     assert text_score(LESSON, stats) == score_text(terms(LESSON), stats)  # served memoised
     assert text_score("[redacted]", stats) == 0.0
     assert text_score("", stats) == score_text([], stats) == 0.0
+
+
+def test_counts_held_by_the_event_equal_the_texts_and_a_purge_forgets_them() -> None:
+    """A candidate's counts memoised by its (frozen) event object score as its
+    text does; another object with another text gets its own; ``forget_texts``
+    (every purge) empties both caches."""
+    from eventstore import EntryRecorded
+    from projections.search import bm25
+    from projections.search.index import searchable_text
+
+    stats = Stats(100, 8.0, {"postgr": 2.0, "deploy": 1.5}, {}, {})
+    first = EntryRecorded(entry_id="e1", kind="lesson", content=LESSON, occurred_at=WHEN)
+    other = EntryRecorded(entry_id="e1", kind="lesson", content="[redacted]", occurred_at=WHEN)
+    want = score_text(terms(searchable_text(first)), stats)
+    assert bm25.held_text_score(first, searchable_text, stats) == want
+    assert bm25.held_text_score(first, searchable_text, stats) == want  # served from the held counts
+    redacted = score_text(terms(searchable_text(other)), stats)
+    assert bm25.held_text_score(other, searchable_text, stats) == redacted
+    assert bm25._HELD and bm25._COUNTS
+    bm25.forget_texts()
+    assert not bm25._HELD and not bm25._COUNTS
