@@ -9,8 +9,9 @@ Upcasters rewrite an old payload shape into the next version. They are keyed by
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -27,6 +28,7 @@ __all__ = [
     "encode_payload",
     "register_upcaster",
     "validate_payload",
+    "validate_payloads",
 ]
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
@@ -40,6 +42,7 @@ _ID = re.compile(ID_PATTERN)
 _ID_BODY = ID_PATTERN.removeprefix("^").removesuffix(r"\Z")
 _ID_LINES = re.compile(rf"(?:{_ID_BODY}\n)*\Z")  # ids one per line
 _ID_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_COLLECTORS: dict[type, Callable[[object, list[str]], None]] = {}
 
 
 def encode_header(header: Header) -> bytes:
@@ -88,37 +91,53 @@ def decode_payload(data: bytes | memoryview, header: Header) -> Event:
 
 
 def validate_payload(event: object, max_bytes: int) -> bytes:
-    """Check an event fully (types and constraints) and return its encoding.
+    """Check an event fully (types and constraints) and return its encoding."""
+    return validate_payloads((event,), max_bytes)[0]
 
-    msgspec constructors skip constraint checks, so the encoded bytes are
-    decoded once with the validating decoder.
+
+def validate_payloads(events: Sequence[object], max_bytes: int) -> tuple[bytes, ...]:
+    """Check events fully (types and constraints) and return their encodings.
+
+    msgspec constructors skip constraint checks, so each encoding is decoded
+    once with the validating decoder. The id fields of all the events are
+    checked together, one regex over them (one per line); when it fails, the
+    first event holding a bad id is named.
     """
-    if type(event) not in _EVENT_CLASSES:
-        raise InvalidEventError(f"{type(event).__name__} is not an event of the catalogue")
-    try:
-        data = _encoder.encode(event)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidEventError(f"{type(event).__name__} cannot be encoded: {exc}") from None
-    if len(data) > max_bytes:
-        raise _too_large(event, len(data), max_bytes)
-    tag = event.__struct_config__.tag  # type: ignore[attr-defined]
-    try:
-        _event_decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise InvalidEventError(f"invalid {tag} event: {exc}") from None
-    bad = None if _ids_valid(event) else _bad_id(event, "$")
-    if bad is not None:
-        raise InvalidEventError(
-            f"invalid {tag} event: `{bad}` must be an id of letters, digits and . _ : @ - (max 128)"
-        )
-    return data
-
-
-def _ids_valid(event: object) -> bool:
-    """Whether every id field of ``event`` is a valid id: one regex over all of
-    them, one per line (an id holding a newline adds a line and fails the count)."""
+    encode, decode = _encoder.encode, _event_decoder.decode
     ids: list[str] = []
-    _collect_ids(event, ids)
+    out = []
+    for event in events:
+        cls = type(event)
+        if cls not in _EVENT_CLASSES:
+            raise InvalidEventError(f"{cls.__name__} is not an event of the catalogue")
+        try:
+            data = encode(event)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidEventError(f"{cls.__name__} cannot be encoded: {exc}") from None
+        if len(data) > max_bytes:
+            raise _too_large(event, len(data), max_bytes)
+        try:
+            decode(data)
+        except msgspec.ValidationError as exc:
+            raise InvalidEventError(f"invalid {_tag(event)} event: {exc}") from None
+        _collector(cls)(event, ids)
+        out.append(data)
+    if ids and not _lines_valid(ids):
+        for event in events:
+            bad = _bad_id(event, "$")
+            if bad is not None:
+                raise InvalidEventError(f"invalid {_tag(event)} event: `{bad}` must be an id of letters, "
+                                        "digits and . _ : @ - (max 128)")
+    return tuple(out)
+
+
+def _tag(event: object) -> str:
+    return str(event.__struct_config__.tag)  # type: ignore[attr-defined]
+
+
+def _lines_valid(ids: list[str]) -> bool:
+    """Whether every one of ``ids`` is a valid id: one regex over all of them,
+    one per line (an id holding a newline adds a line and fails the count)."""
     if not ids:
         return True
     try:
@@ -128,22 +147,43 @@ def _ids_valid(event: object) -> bool:
     return _ID_LINES.match(lines) is not None and lines.count("\n") == len(ids)
 
 
-def _collect_ids(obj: object, out: list[str]) -> None:
-    for name, holds_ids in _id_fields(type(obj)):
-        value = getattr(obj, name)
-        if value is None:
-            continue
-        if holds_ids:
-            if type(value) is str:
-                out.append(value)
-            else:
-                out.extend(value)
-        elif isinstance(value, msgspec.Struct):
-            _collect_ids(value, out)
-        else:
-            for item in value:
+def _collector(cls: type) -> Callable[[object, list[str]], None]:
+    """The function that appends the ids held by an instance of ``cls``
+    (recursively) to a list: its id fields read with one ``attrgetter``."""
+    found = _COLLECTORS.get(cls)
+    if found is None:
+        found = _COLLECTORS[cls] = _make_collector(cls)
+    return found
+
+
+def _make_collector(cls: type) -> Callable[[object, list[str]], None]:
+    fields = _id_fields(cls)
+    id_names = [name for name, holds_ids in fields if holds_ids]
+    nested = [name for name, holds_ids in fields if not holds_ids]
+    # attrgetter of one name returns the value, of more a tuple: make it always a tuple
+    get_ids = (operator.attrgetter(*id_names) if len(id_names) > 1
+               else operator.attrgetter(*id_names, *id_names) if id_names else None)
+    count = len(id_names)
+
+    def collect(obj: object, out: list[str]) -> None:
+        if get_ids is not None:
+            values = get_ids(obj)
+            for value in values if count > 1 else values[:1]:
+                if value is None:
+                    continue
+                if type(value) is str:
+                    out.append(value)
+                else:
+                    out.extend(value)
+        for name in nested:
+            value = getattr(obj, name)
+            if value is None:
+                continue
+            for item in (value,) if isinstance(value, msgspec.Struct) else value:
                 if isinstance(item, msgspec.Struct):
-                    _collect_ids(item, out)
+                    _collector(type(item))(item, out)
+
+    return collect
 
 
 def _bad_id(obj: object, path: str) -> str | None:

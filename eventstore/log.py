@@ -15,7 +15,7 @@ from typing import Self
 import msgspec
 
 from .backend import LogBackend, PreparedAppend, PurgeReport
-from .codec import validate_payload
+from .codec import validate_payloads
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
 from .errors import InvalidEventError, InvalidInputError, ReadOnlyError
 from .events import SCHEMA_VERSIONS, Event
@@ -219,7 +219,7 @@ class EventLog:
             raise InvalidEventError(f"an append to {req.stream} needs at least one event")
         if req.erases and len(events) != 1:
             raise InvalidEventError("an erasing append carries exactly one tombstone event")
-        payloads = tuple(validate_payload(e, self.settings.max_payload_bytes) for e in events)
+        payloads = validate_payloads(events, self.settings.max_payload_bytes)
         types = tuple(e.__struct_config__.tag for e in events)
         ids, client = _event_ids(req.event_ids, len(events))
         for optional in (req.causation_id, req.correlation_id):

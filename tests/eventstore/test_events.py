@@ -14,11 +14,12 @@ from eventstore import (
     EntryRecorded,
     Event,
     EventLog,
+    InvalidEventError,
     MessageDetails,
     SessionStarted,
     codec,
 )
-from eventstore.codec import decode_payload, encode_payload, validate_payload
+from eventstore.codec import decode_payload, encode_payload, validate_payload, validate_payloads
 from eventstore.envelope import Header
 
 from .strategies import event_strategy, events, ids
@@ -86,7 +87,9 @@ def test_the_one_regex_id_check_agrees_with_the_field_walk(
                              refs=tuple(DeletedRef(entry_id=i, kind="message", recorded_seq=1,
                                                      session_id=user) for i in ids_[:1]))
     for event in (entry, deleted):
-        assert codec._ids_valid(event) == (codec._bad_id(event, "$") is None)
+        found: list[str] = []
+        codec._collector(type(event))(event, found)  # the ids the batch check collects
+        assert codec._lines_valid(found) == (codec._bad_id(event, "$") is None)
 
 
 @given(header=st.builds(
@@ -97,3 +100,17 @@ def test_the_one_regex_id_check_agrees_with_the_field_walk(
 def test_a_header_encodes_like_the_tuple_of_its_fields(header: Header) -> None:
     fields = tuple(getattr(header, name) for name in header.__struct_fields__)
     assert codec.encode_header_fields(fields) == codec.encode_header(header)
+
+
+def test_a_batch_names_the_event_that_holds_a_bad_id(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The ids of a batch are checked together; a bad one names its event's
+    field, and the append writes nothing."""
+    good = EntryRecorded(entry_id="e1", kind="message", content="c", occurred_at=0, session_id="s1")
+    bad = EntryRecorded(entry_id="e2", kind="message", content="c", occurred_at=0, session_id="s 1")
+    with pytest.raises(InvalidEventError, match=r"entry\.recorded event: `\$\.session_id`"):
+        validate_payloads([good, good, bad], 1 << 20)
+    assert validate_payloads([good, good], 1 << 20) == (encode_payload(good),) * 2
+    with EventLog.open(tmp_path_factory.mktemp("log")) as log:
+        with pytest.raises(InvalidEventError):
+            log.append("s:a", [good, bad], actor="t")
+        assert log.head().seq == 0
