@@ -160,15 +160,13 @@ def _make_collector(cls: type) -> Callable[[object, list[str]], None]:
     fields = _id_fields(cls)
     id_names = [name for name, holds_ids in fields if holds_ids]
     nested = [name for name, holds_ids in fields if not holds_ids]
-    # attrgetter of one name returns the value, of more a tuple: make it always a tuple
-    get_ids = (operator.attrgetter(*id_names) if len(id_names) > 1
-               else operator.attrgetter(*id_names, *id_names) if id_names else None)
-    count = len(id_names)
+    getter = operator.attrgetter(*id_names) if id_names else None
+    single = len(id_names) == 1  # attrgetter of one name returns the value itself
 
     def collect(obj: object, out: list[str]) -> None:
-        if get_ids is not None:
-            values = get_ids(obj)
-            for value in values if count > 1 else values[:1]:
+        if getter is not None:
+            values = getter(obj)
+            for value in (values,) if single else values:
                 if value is None:
                     continue
                 if type(value) is str:

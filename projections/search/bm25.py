@@ -53,8 +53,10 @@ _COUNTS_MAX = 8192
 # the payload cache serves the same object to every current search), so a
 # repeated candidate's text is neither joined nor hashed again. The object is
 # held with its counts, so its id is not reused while memoised; events are
-# frozen, so the counts stay its text's.
+# frozen, so the counts stay its text's. At most as many as the payload cache
+# holds (an updated entry's event is rebuilt at each read, so it churns).
 _HELD: dict[int, tuple[object, tuple[int, dict[str, int]]]] = {}
+_HELD_MAX = 4096
 
 
 def forget_texts() -> None:
@@ -119,7 +121,7 @@ def held_text_score(holder: T, text_of: Callable[[T], str], stats: Stats) -> flo
         found = held[1]
     else:
         found = _counts(text_of(holder))
-        if len(_HELD) >= _COUNTS_MAX:
+        if len(_HELD) >= _HELD_MAX:
             _HELD.clear()
         _HELD[id(holder)] = (holder, found)
     return _score(found[0], found[1], stats) if found[0] else 0.0

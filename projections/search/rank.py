@@ -277,13 +277,18 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
     inputs = views.rank_inputs(h.rseq for h in hits)
     found = [(h, inp) for h, inp in zip(hits, inputs, strict=True) if inp is not None]
     accessed = views.any_access()
+    # A current search's entries come from the payload cache, the same objects
+    # search after search: their counts are held by the object. As of a seq,
+    # every read makes new objects, so the counts are found by the text.
+    current = views.as_of is None
     for start in range(0, len(found), 64):
         chunk = found[start : start + 64]
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
             if view is None or view.entry is None or view.state not in SHOWN_STATES:
                 continue
             text = (0.0 if hit.text_score < 0 else 1.0 if stats is None
-                    else held_text_score(view.entry, searchable_text, stats))
+                    else held_text_score(view.entry, searchable_text, stats) if current
+                    else text_score(searchable_text(view.entry), stats))
             out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out
 
