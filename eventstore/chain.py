@@ -28,7 +28,6 @@ def chain_link(previous: bytes, header: bytes, commitment: bytes) -> bytes:
     return sha256(previous + header + commitment).digest()
 
 
-def new_salts(count: int, extra: int = 0) -> bytes:
-    """``count`` fresh salts from the OS CSPRNG, in one call (followed by
-    ``extra`` more random bytes, for a caller that needs them too)."""
-    return os.urandom(SALT_SIZE * count + extra)
+def new_salts(count: int) -> bytes:
+    """``count`` fresh salts from the OS CSPRNG, in one call."""
+    return os.urandom(SALT_SIZE * count)

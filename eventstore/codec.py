@@ -122,7 +122,7 @@ def validate_payloads(events: Sequence[object], max_bytes: int) -> tuple[bytes, 
             raise InvalidEventError(f"invalid {_tag(event)} event: {exc}") from None
         _collector(cls)(event, ids)
         out.append(data)
-    if ids and not _lines_valid(ids):
+    if not _lines_valid(ids):
         for event in events:
             bad = _bad_id(event, "$")
             if bad is not None:

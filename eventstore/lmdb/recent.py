@@ -69,13 +69,9 @@ def _xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
     return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
 
 
-def conceal(key: bytes, stored: bytes, nonce: bytes | None = None) -> bytes:
-    """The recent value of ``stored`` (salt | payload) under ``key``, with
-    ``nonce`` (:data:`NONCE_SIZE` fresh random bytes; drawn here when None)."""
-    if nonce is None:
-        nonce = secrets.token_bytes(NONCE_SIZE)
-    elif len(nonce) != NONCE_SIZE:
-        raise ValueError("a nonce is NONCE_SIZE bytes")
+def conceal(key: bytes, stored: bytes) -> bytes:
+    """The recent value of ``stored`` (salt | payload) under ``key``."""
+    nonce = secrets.token_bytes(NONCE_SIZE)
     return nonce + _xor(key, nonce, stored)
 
 

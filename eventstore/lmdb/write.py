@@ -34,7 +34,7 @@ from .layout import (
     write_head_state,
     write_int_set,
 )
-from .recent import NONCE_SIZE, SEAL_AT, conceal, read_sealed, take_recent, write_sealed
+from .recent import SEAL_AT, conceal, read_sealed, take_recent, write_sealed
 from .segments import Segments
 
 __all__ = ["TxnWriter"]
@@ -83,7 +83,6 @@ class TxnWriter:
         self.payloads: list[tuple[bytes, bytes]] = []
         self.erased: set[int] = set()
         self.sealing = False  # recent payloads are taken to the segments
-        self._nonces = b""  # the concealment's nonces of the request being applied (recent only)
         self.put_recent = False
 
     def apply(self, req: PreparedAppend) -> AppendResult:
@@ -119,13 +118,11 @@ class TxnWriter:
             self.sealed = self.base  # every payload up to here is in the segments
         keys: dict[int, bytes | None] = {}
         items = []
-        nonces = self._nonces
-        for n, (key, stored) in enumerate(payloads):
+        for key, stored in payloads:
             index = self.segments.index_of(seq_of_key(key))
             if index not in keys:
                 keys[index] = self.segments.key(index, create=True)
-            nonce = nonces[n * NONCE_SIZE : (n + 1) * NONCE_SIZE]
-            items.append((key, conceal(keys[index] or b"", stored, nonce)))
+            items.append((key, conceal(keys[index] or b"", stored)))
         self.put_recent = True
         _put_all(self.txn, self.dbs[RECENT], items,
                  "a recent payload after the log's head already exists", append=True)
@@ -165,8 +162,7 @@ class TxnWriter:
     def _records(self, req: PreparedAppend, first: int, version: int) -> tuple[list[Any], ...]:
         """Encode every record of the request and advance the chain (the batch
         path's per-event loop: names bound locally, one zip, no indexing)."""
-        salts = new_salts(len(req.payloads), extra=NONCE_SIZE * len(req.payloads) if self.recent else 0)
-        self._nonces = salts[SALT_SIZE * len(req.payloads):]  # one draw of the OS CSPRNG for both
+        salts = new_salts(len(req.payloads))
         link, now, stream, actor = self.head.hash, self.now, req.stream, req.actor
         cause, corr, erases = req.causation_id, req.correlation_id, req.erases
         prefix = stream.encode() + b"\x00"

@@ -98,13 +98,9 @@ def read_int_file(path: Path, default: int = 0) -> int:
     except FileNotFoundError:
         return default
     try:
-        text = os.read(fd, 32)
+        return pread_int(fd, default)
     finally:
         os.close(fd)
-    try:
-        return int(text.strip() or default)
-    except ValueError:
-        return default
 
 
 def write_int_file(path: Path, value: int) -> None:

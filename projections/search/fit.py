@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["MOST_SHARDS", "ONE_PASS_EVENTS", "SHARD_EVENTS", "return_freed_memory", "search_passes",
-           "shards_for", "writer_heap"]
+__all__ = ["MOST_SHARDS", "ONE_PASS_EVENTS", "SHARD_EVENTS", "WRITER_HEAP", "return_freed_memory",
+           "search_passes", "shards_for", "writer_heap"]
 
-_HEAP = 64 << 20
+WRITER_HEAP = 64 << 20  # a shard writer's indexing memory when few shards share the budget
 _HEAP_BUDGET = 256 << 20  # every shard writer of a pass together (16 shards: 16 MB each)
 _HEAP_MIN = 16 << 20
 SHARD_EVENTS = 1 << 15  # log events per shard when the shard count fits the store
@@ -35,10 +35,10 @@ def shards_for(events: int, most: int = MOST_SHARDS) -> int:
 
 
 def writer_heap(shards: int) -> int:
-    """Each shard writer's indexing memory: ``_HEAP``, less when many shards
-    would together hold more than ``_HEAP_BUDGET`` (a replay at 1M fills all
-    16), never under Tantivy's minimum of 15 MB a thread."""
-    return max(_HEAP_MIN, min(_HEAP, _HEAP_BUDGET // max(1, shards)))
+    """Each shard writer's indexing memory: :data:`WRITER_HEAP`, less when many
+    shards would together hold more than ``_HEAP_BUDGET`` (a replay at 1M fills
+    all 32, 16 a pass), never under Tantivy's minimum of 15 MB a thread."""
+    return max(_HEAP_MIN, min(WRITER_HEAP, _HEAP_BUDGET // max(1, shards)))
 
 
 def search_passes(marks: Sequence[int], head: int, start: int) -> list[list[int]]:

@@ -33,7 +33,7 @@ from eventstore.storage import MaintenanceLock, crashpoint, open_private, privat
 
 from ..models import MemoryView
 from . import terms as _terms
-from .fit import _HEAP, writer_heap
+from .fit import WRITER_HEAP, writer_heap
 
 __all__ = ["OPEN_SEQ", "SearchIndex", "SearchShard", "broken_index", "build_schema", "entry_document",
            "memory_document", "memory_text", "searchable_text", "word_count"]
@@ -127,7 +127,7 @@ class SearchShard:
     checks the link and reopens when it moved.
     """
 
-    def __init__(self, link: Path, schema: Any, heap: int = _HEAP) -> None:
+    def __init__(self, link: Path, schema: Any, heap: int = WRITER_HEAP) -> None:
         self.link = link
         self.schema = schema
         self.heap = heap  # the indexing memory of this shard's writer
@@ -219,7 +219,7 @@ class SearchShard:
         index = tantivy.Index(self.schema, path=str(fresh), reuse=False)
         # Two indexing threads halve the commit; the caller's thread builds documents.
         threads = min(2, os.cpu_count() or 1)
-        writer = index.writer(_HEAP * threads, threads)
+        writer = index.writer(WRITER_HEAP * threads, threads)
         for doc in docs:
             writer.add_json(doc)
         writer.add_document(_checkpoint_doc(checkpoint))
