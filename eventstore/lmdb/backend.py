@@ -27,7 +27,7 @@ from .logenv import (
 )
 from .purge import purge_log
 from .read import Snapshot, get_record, header_at, payloads_at, scan_range, scan_stream
-from .recent import RECENT_MAX
+from .recent import RECENT_MAX, SEAL_AT
 from .seal import seal_all
 from .segments import DEFAULT_SPAN, SegmentReads
 from .verify import verify_log, verify_tail
@@ -105,12 +105,11 @@ class LmdbBackend:
     def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
         """Append every request in one transaction; a small one keeps its
         payloads in the main environment until they are sealed (:mod:`.recent`)."""
-        erased = False
         small = sum(len(req.payloads) for req in batch) <= RECENT_MAX
         self._appended_recent |= small
+        done: list[TxnWriter] = []
 
         def run(txn: Any) -> list[AppendResult]:
-            nonlocal erased
             writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
             results = [writer.apply(req) for req in batch]
             writer.seal_if_due()
@@ -119,11 +118,13 @@ class LmdbBackend:
             if writer.sealing:
                 crashpoint("append: sealed payloads in the segments, not yet out of recent")
             writer.finish(overwritten)
-            erased = bool(writer.erased)
+            done[:] = [writer]
             return results
 
         results = self.shared.write(run)
-        if erased:  # the tombstone is committed: now delete the payloads
+        writer = done[0]
+        _keep_copies(self.shared.segments.own_recent, writer)
+        if writer.erased:  # the tombstone is committed: now delete the payloads
             finish_erasures(self.shared)
         return results
 
@@ -236,3 +237,18 @@ class LmdbBackend:
         """Rewrite the payload segments that held erased payloads (compacting
         copy, swap, zero-fill; see :mod:`eventstore.lmdb.purge`)."""
         return purge_log(self.shared, timeout)
+
+
+def _keep_copies(own: dict[bytes, bytes], writer: TxnWriter) -> None:
+    """Keep the stored bytes of the payloads ``writer`` committed to ``recent``
+    (a seal then takes them without revealing them): dropped when sealed or
+    erased, and all of them past ``2 * SEAL_AT`` (left by seals of other
+    processes), so at most that many are held."""
+    if writer.sealing:
+        own.clear()
+    elif writer.recent_items:
+        if len(own) >= 2 * SEAL_AT:
+            own.clear()
+        own.update(writer.recent_items)
+    for seq in writer.erased:
+        own.pop(seq_key(seq), None)

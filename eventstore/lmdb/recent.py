@@ -37,6 +37,8 @@ The seal itself is :func:`.seal.seal_all`; a seq's key is
 
 from __future__ import annotations
 
+import itertools
+import os
 import secrets
 from collections.abc import Callable
 from hashlib import shake_256
@@ -69,9 +71,23 @@ def _xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
     return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
 
 
+# A nonce is never used twice under one key: 8 random bytes drawn once per
+# process (again in a forked child), then a count of this process's nonces.
+_nonce_prefix = secrets.token_bytes(NONCE_SIZE // 2)
+_nonces = itertools.count()
+
+
+def _redraw_nonce_prefix() -> None:
+    global _nonce_prefix
+    _nonce_prefix = secrets.token_bytes(NONCE_SIZE // 2)
+
+
+os.register_at_fork(after_in_child=_redraw_nonce_prefix)
+
+
 def conceal(key: bytes, stored: bytes) -> bytes:
     """The recent value of ``stored`` (salt | payload) under ``key``."""
-    nonce = secrets.token_bytes(NONCE_SIZE)
+    nonce = _nonce_prefix + next(_nonces).to_bytes(NONCE_SIZE // 2, "little")
     return nonce + _xor(key, nonce, stored)
 
 
@@ -102,15 +118,16 @@ def write_sealed(txn: Any, meta: Any, sealed: int | None, last_base: int = 0) ->
         txn.put(SEALED, seq_key(sealed) + seq_key(max(sealed, last_base)), db=meta)
 
 
-def take_recent(txn: Any, dbs: dict[bytes, Any], key_of: Callable[[int], bytes]) -> list[tuple[bytes, bytes]]:
-    """Every recent payload, revealed (``key_of(seq)``: its segment's key,
-    :meth:`.segments.Segments.key_of`), as (key, stored) in seq order; ``recent``
-    is emptied and S dropped in ``txn`` (the caller commits the payloads to
-    the segments before ``txn`` commits)."""
+def take_recent(txn: Any, dbs: dict[bytes, Any],
+                reveal_value: Callable[[bytes, Any], bytes]) -> list[tuple[bytes, bytes]]:
+    """Every recent payload, revealed (``reveal_value(key, value)``: the
+    stored payload at seq key ``key``, :meth:`.segments.Segments.reveal`), as
+    (key, stored) in seq order; ``recent`` is emptied and S dropped in ``txn``
+    (the caller commits the payloads to the segments before ``txn`` commits)."""
     items = []
     for key, value in txn.cursor(db=dbs[RECENT]):
         key = bytes(key)
-        items.append((key, reveal(key_of(seq_of_key(key)), value)))
+        items.append((key, reveal_value(key, value)))
     if items:
         txn.drop(dbs[RECENT], delete=False)
     write_sealed(txn, dbs[META], None)

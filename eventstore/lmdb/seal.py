@@ -27,11 +27,13 @@ def seal_all(shared: LogEnv) -> int:
         # that lost exactly that append (and this seal) reads as its crash, as
         # it would without the seal; one that lost more is refused.
         base = last_recent_base(txn, meta)
-        items = take_recent(txn, shared.dbs, shared.segments.key_of)
+        items = take_recent(txn, shared.dbs, shared.segments.reveal)
         overwritten = shared.segments.write(items, base=base)
         crashpoint("seal: payloads in the segments, not yet out of recent")
         if overwritten:  # leftovers of an append that never committed were replaced
             write_int_set(txn, meta, DIRTY, read_int_set(txn, meta, DIRTY) | overwritten)
         return len(items)
 
-    return shared.write(run)
+    moved = shared.write(run)
+    shared.segments.own_recent.clear()  # sealed: no read finds them in ``recent`` again
+    return moved

@@ -72,6 +72,10 @@ class Segments:
         self._envs: dict[int, Any] = {}
         self._keys: dict[int, bytes] = {}
         self._lock = threading.Lock()
+        # The stored bytes (salt | payload) of recent payloads this process
+        # committed, by seq key: a seal and a read take them from here instead
+        # of revealing them (:meth:`reveal`; kept by :mod:`.backend`).
+        self.own_recent: dict[bytes, bytes] = {}
 
     def index_of(self, seq: int) -> int:
         """The segment holding ``seq``."""
@@ -138,8 +142,11 @@ class Segments:
         return env
 
     def close(self, index: int | None = None) -> None:
-        """Close one segment's environment, or all of them."""
+        """Close one segment's environment, or all of them (and, with them,
+        forget this process's copies of recent payloads)."""
         with self._lock:
+            if index is None:
+                self.own_recent.clear()
             for key in list(self._envs) if index is None else [index]:
                 self._keys.pop(key, None)
                 env = self._envs.pop(key, None)
@@ -169,6 +176,14 @@ class Segments:
             raise CorruptionError(
                 f"{self.data_file(index)} lacks the key of the recent payload of seq {seq}", seq=seq)
         return key
+
+    def reveal(self, key: bytes, value: Any) -> bytes:
+        """The stored payload (salt | payload) of the recent value at seq key
+        ``key``: this process's copy when it committed the payload (a committed
+        seq's payload never changes, so the copy is exact), else revealed under
+        the key of its segment."""
+        own = self.own_recent.get(key)
+        return own if own is not None else reveal(self.key_of(seq_of_key(key)), value)
 
     def key(self, index: int, create: bool = False) -> bytes | None:
         """The key of segment ``index`` (:data:`KEY`); with ``create``, made and
@@ -361,8 +376,9 @@ class SegmentReads:
     def get(self, seq: int) -> Any:
         """The stored value of ``seq`` (a buffer valid within the operation), or None."""
         if self.sealed is not None and seq > self.sealed:
-            raw = self._main.get(seq_key(seq), db=self._recent)
-            return None if raw is None else reveal(self.segments.key_of(seq), raw)
+            key = seq_key(seq)
+            raw = self._main.get(key, db=self._recent)
+            return None if raw is None else self.segments.reveal(key, raw)
         index = self.segments.index_of(seq)
         txn = self.txn(index)
         if txn is None:
@@ -394,9 +410,10 @@ class SegmentReads:
             return
         cursor = self._main.cursor(db=self._recent)
         if cursor.set_range(seq_key(start)):
+            reveal_recent = self.segments.reveal
             for key, value in cursor.iternext():
-                seq = seq_of_key(key)
-                yield seq, reveal(self.segments.key_of(seq), value)
+                key = bytes(key)
+                yield seq_of_key(key), reveal_recent(key, value)
 
     def _segment_items(self, start: int, stop: int) -> Iterator[tuple[Any, Any]]:
         first = seq_key(max(1, start))

@@ -84,6 +84,7 @@ class TxnWriter:
         self.erased: set[int] = set()
         self.sealing = False  # recent payloads are taken to the segments
         self.put_recent = False
+        self.recent_items: list[tuple[bytes, bytes]] = []  # (key, stored) put into ``recent``
 
     def apply(self, req: PreparedAppend) -> AppendResult:
         """Append one request (or recognise it as a retry)."""
@@ -124,6 +125,7 @@ class TxnWriter:
                 keys[index] = self.segments.key(index, create=True)
             items.append((key, conceal(keys[index] or b"", stored)))
         self.put_recent = True
+        self.recent_items.extend(payloads)
         _put_all(self.txn, self.dbs[RECENT], items,
                  "a recent payload after the log's head already exists", append=True)
 
@@ -136,7 +138,14 @@ class TxnWriter:
         # counting seqs seals no later than counting entries, without a stat.
         if self.recent and self.head.seq - self.sealed < SEAL_AT:
             return
-        self.payloads[:0] = take_recent(self.txn, self.dbs, self.segments.key_of)
+        own = dict(self.recent_items)  # not committed yet: not in the segments' copies
+        reveal = self.segments.reveal
+
+        def reveal_value(key: bytes, value: Any) -> bytes:
+            found = own.get(key)
+            return found if found is not None else reveal(key, value)
+
+        self.payloads[:0] = take_recent(self.txn, self.dbs, reveal_value)
         self.sealed = None
         self.sealing = True
 
