@@ -88,6 +88,7 @@ class SharedEnv:
         # thread's next LMDB lock crashes the process).
         self._users = threading.Condition()
         self._active = 0
+        self._reopen_waiting = 0  # threads waiting in _enter for the others to leave
         self._depth = threading.local()
         try:
             with self.lock.shared():  # no purge swaps files while they are checked
@@ -221,7 +222,8 @@ class SharedEnv:
         self._depth.n = depth
         with self._users:
             self._active -= 1
-            self._users.notify_all()
+            if self._reopen_waiting:
+                self._users.notify_all()
         self.lock.release_shared()
 
     def _enter(self, depth: int) -> None:
@@ -237,7 +239,11 @@ class SharedEnv:
                 if self._active <= depth:
                     self.reopen()
                     break
-                self._users.wait()
+                self._reopen_waiting += 1
+                try:
+                    self._users.wait()
+                finally:
+                    self._reopen_waiting -= 1
             self._active += 1
 
     def retire(self, timeout: float) -> None:

@@ -247,6 +247,7 @@ class MaintenanceLock:
         self._cond = threading.Condition()
         self._shared = 0
         self._owner: int | None = None  # thread holding it exclusive
+        self._exclusive_waiting = 0  # threads waiting for every shared holder to leave
 
     def close(self) -> None:
         """Release the file descriptor."""
@@ -281,13 +282,19 @@ class MaintenanceLock:
             self._shared -= 1
             if self._shared == 0 and self._owner is None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
-            self._cond.notify_all()
+            if self._exclusive_waiting:  # the only waiters a release can wake
+                self._cond.notify_all()
 
     @contextlib.contextmanager
     def exclusive(self, timeout: float) -> Iterator[None]:
         """Hold the lock exclusive for the block, waiting up to ``timeout`` s."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._shared == 0 and self._owner is None, timeout):
+            self._exclusive_waiting += 1
+            try:
+                free = self._cond.wait_for(lambda: self._shared == 0 and self._owner is None, timeout)
+            finally:
+                self._exclusive_waiting -= 1
+            if not free:
                 raise LockTimeoutError("this process stayed mid-operation; the purge did not start")
             self._acquire_exclusive(timeout)
             self._owner = threading.get_ident()
