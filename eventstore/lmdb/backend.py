@@ -15,6 +15,7 @@ from ..events import Event
 from ..storage.compact import purge_env
 from ..storage.env import release_shared_env
 from ..storage.safety import crashpoint
+from .group import GroupCommit, Outcome
 from .layout import EVENT_IDS, HEADERS, META, STREAMS, read_head_state, seq_key, seq_of_key
 from .logenv import (
     LogEnv,
@@ -55,6 +56,7 @@ class LmdbBackend:
         self.path = path
         self._clock = clock
         self._appended_recent = False
+        self._group = GroupCommit(self._append_alone, self._append_group)
         self._shared: LogEnv | None = open_log_env(path, sync=sync, span=segment_span)
         try:
             if needs_migration(self.shared) or needs_upgrade(self.shared):
@@ -104,7 +106,12 @@ class LmdbBackend:
 
     def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
         """Append every request in one transaction; a small one keeps its
-        payloads in the main environment until they are sealed (:mod:`.recent`)."""
+        payloads in the main environment until they are sealed (:mod:`.recent`).
+        Concurrent appends of this process share commits (:mod:`.group`)."""
+        return self._group.append(batch)
+
+    def _append_alone(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
+        """One thread's requests, in one transaction."""
         small = sum(len(req.payloads) for req in batch) <= RECENT_MAX
         self._appended_recent |= small
         done: list[TxnWriter] = []
@@ -112,21 +119,47 @@ class LmdbBackend:
         def run(txn: Any) -> list[AppendResult]:
             writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
             results = [writer.apply(req) for req in batch]
-            writer.seal_if_due()
-            # Payloads are durable before the headers that name them commit.
-            overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
-            if writer.sealing:
-                crashpoint("append: sealed payloads in the segments, not yet out of recent")
-            writer.finish(overwritten)
-            done[:] = [writer]
+            self._close_writer(writer, done)
             return results
 
         results = self.shared.write(run)
-        writer = done[0]
+        self._committed(done[0])
+        return results
+
+    def _append_group(self, batches: list[Sequence[PreparedAppend]]) -> list[Outcome]:
+        """Several threads' requests in one transaction, each in a nested one:
+        a request refused on its own (version, event id, erased seq) gets its
+        error and the others commit."""
+        small = sum(len(req.payloads) for batch in batches for req in batch) <= RECENT_MAX
+        self._appended_recent |= small
+        done: list[TxnWriter] = []
+
+        def run(txn: Any) -> list[Outcome]:
+            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
+            outcomes: list[Outcome] = [writer.apply_nested(self.shared.env, batch) for batch in batches]
+            self._close_writer(writer, done)
+            return outcomes
+
+        outcomes = self.shared.write(run)
+        self._committed(done[0])
+        return outcomes
+
+    def _close_writer(self, writer: TxnWriter, done: list[TxnWriter]) -> None:
+        """The end of an append's transaction, before its commit."""
+        writer.seal_if_due()
+        # Payloads are durable before the headers that name them commit.
+        overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
+        if writer.sealing:
+            crashpoint("append: sealed payloads in the segments, not yet out of recent")
+        writer.finish(overwritten)
+        done[:] = [writer]
+
+    def _committed(self, writer: TxnWriter) -> None:
+        """After an append's commit: this process's copies of its recent
+        payloads, then the deletion of the payloads it erased."""
         _keep_copies(self.shared.segments.own_recent, writer)
         if writer.erased:  # the tombstone is committed: now delete the payloads
             finish_erasures(self.shared)
-        return results
 
     def read(self, from_seq: int, to_seq: int | None) -> Iterator[RecordedEvent]:
         """Stream records in seq order, a chunk per read transaction."""

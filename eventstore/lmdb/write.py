@@ -15,6 +15,7 @@ from ..errors import (
     CorruptionError,
     DuplicateEventError,
     InvalidEventError,
+    MemlogError,
 )
 from .layout import (
     DIRTY,
@@ -113,6 +114,39 @@ class TxnWriter:
             stream=req.stream, first_seq=first, last_seq=self.head.seq, version=version,
             event_ids=req.event_ids, recorded_at=self.now,
         )
+
+    def apply_nested(self, env: Any, batch: Sequence[PreparedAppend]) -> list[AppendResult] | MemlogError:
+        """Append one thread's requests in a transaction nested in this one:
+        when one is refused on its own (a version, an event id, a seq to
+        erase), its changes and this writer's state are rolled back and the
+        error is returned, not raised. Any other error fails the transaction."""
+        point = self._savepoint()
+        parent = self.txn
+        self.txn = env.begin(write=True, parent=parent)
+        try:
+            results = [self.apply(req) for req in batch]
+            self.txn.commit()
+            return results
+        except (ConcurrencyError, DuplicateEventError, InvalidEventError) as exc:
+            self.txn.abort()
+            self._rollback(point)
+            return exc
+        except BaseException:
+            self.txn.abort()
+            raise
+        finally:
+            self.txn = parent
+
+    def _savepoint(self) -> tuple[Any, ...]:
+        head = self.head
+        return (head.seq, head.hash, head.time, len(self.payloads), set(self.erased),
+                self.sealed, self.put_recent, len(self.recent_items))
+
+    def _rollback(self, point: tuple[Any, ...]) -> None:
+        head = self.head
+        head.seq, head.hash, head.time, payloads, self.erased, self.sealed, self.put_recent, recent = point
+        del self.payloads[payloads:]
+        del self.recent_items[recent:]
 
     def _put_recent(self, payloads: list[tuple[bytes, bytes]]) -> None:
         if self.sealed is None:
