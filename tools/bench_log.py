@@ -16,7 +16,12 @@ In one run it measures, each against py-lmdb used directly in the same run:
 (b) single durable appends, one event per call and per commit; raw LMDB makes
     the same put-set in one transaction per event;
 (c) a full read: memlog streams ``log.read()`` and touches every decoded event;
-    raw LMDB scans the headers and payloads databases with cursors, no decode.
+    raw LMDB scans the headers and payloads databases with cursors, no decode;
+(d) concurrent single appends: the appends of (b) by 4 threads at once (each
+    takes every 4th), which share commits (group commit); the anchor is raw
+    LMDB's single appends of (b) in the same run: with one commit per append
+    raw LMDB cannot go faster with more threads (its writer lock serialises the
+    commits), so (d)'s ratio says how much the sharing buys.
 
 The two sides are interleaved: memlog appends a block (one 10k transaction for
 (a), 100 single appends for (b)), the block is read back through the public API
@@ -42,6 +47,7 @@ import os
 import platform
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +82,7 @@ from raw_lmdb import (
 BATCH = 10_000
 SINGLE_MAX = 3_000
 SINGLE_BLOCK = 100  # single appends interleave with raw commits in blocks of this many
+THREADS = 4  # (d): threads appending at once
 ACTOR = "bench"
 BATCH_TARGET_EPS = 400_000.0
 BATCH_TARGET_RATIO = 0.4
@@ -125,6 +132,32 @@ def paired_run(ours_dir: Path, raw_dir: Path, plan: Plan, block: int) -> tuple[f
         finally:
             env.close()
     return ours, raw, header_bytes, payload_bytes
+
+
+def concurrent_run(path: Path, plan: Plan, threads: int) -> float:
+    """memlog: ``threads`` threads append ``plan`` at once (thread t takes every
+    t-th append); seconds from the first start to the last return."""
+    errors: list[BaseException] = []
+    with EventLog.open(path, LogSettings(sync=True)) as elog:
+        def work(share: Plan) -> None:
+            try:
+                for stream, events in share:
+                    elog.append(stream, events, actor=ACTOR)
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        workers = [threading.Thread(target=work, args=(plan[t::threads],)) for t in range(threads)]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        seconds = time.perf_counter() - started
+        if errors:
+            raise errors[0]
+        if elog.head().seq != sum(len(events) for _, events in plan):
+            raise RuntimeError("the concurrent appends did not all land")
+    return seconds
 
 
 def memlog_read(path: Path) -> tuple[float, int]:
@@ -189,6 +222,19 @@ def measure_appends(base: Path, plan: Plan, label: str, block: int, repeats: int
             shutil.rmtree(ours_dir)
             shutil.rmtree(raw_dir)
     return pair
+
+
+def measure_concurrent(base: Path, plan: Plan, repeats: int) -> list[float]:
+    """(d): :func:`concurrent_run` ``repeats`` times in fresh directories."""
+    runs = []
+    for rep in range(repeats):
+        path = base / f"concurrent-log-{rep}"
+        os.sync()
+        runs.append(concurrent_run(path, plan, THREADS))
+        shutil.rmtree(path)
+        log(f"  concurrent run {rep + 1}/{repeats}: memlog {len(plan) / runs[-1]:,.0f} appends/s "
+            f"({THREADS} threads)")
+    return runs
 
 
 def measure_read(base: Path, label: str, events: int, repeats: int) -> Pair:
@@ -309,11 +355,12 @@ def measure_purge(base: Path, gib: float, repeats: int) -> PurgeResult:
 
 # -- report ------------------------------------------------------------------------
 
-def collect(batch: Pair, single: Pair, read: Pair, purge: PurgeResult | None,
-            args: argparse.Namespace) -> dict[str, Any]:
+def collect(batch: Pair, single: Pair, read: Pair, concurrent: list[float],
+            purge: PurgeResult | None, args: argparse.Namespace) -> dict[str, Any]:
     """All figures as one flat dict (the --json object)."""
     b_ours, b_raw = batch.eps()
     s_ours, s_raw = single.eps()
+    c_ours = single.events / min(concurrent)
     r_ours, r_raw = read.eps()
     out: dict[str, Any] = {
         "events": batch.events, "batch_size": BATCH, "single_events": single.events,
@@ -322,6 +369,8 @@ def collect(batch: Pair, single: Pair, read: Pair, purge: PurgeResult | None,
         "append_batch_ratio": round(b_ours / b_raw, 3),
         "append_single_eps": round(s_ours), "raw_single_eps": round(s_raw),
         "append_single_ratio": round(s_ours / s_raw, 3),
+        "append_concurrent_eps": round(c_ours), "append_concurrent_threads": THREADS,
+        "append_concurrent_ratio": round(c_ours / s_raw, 3),
         "read_decode_eps": round(r_ours), "raw_scan_eps": round(r_raw),
         "read_ratio": round(r_ours / r_raw, 3),
         "raw_scan_decode_eps": round(read.events / min(read.decode)),
@@ -332,7 +381,7 @@ def collect(batch: Pair, single: Pair, read: Pair, purge: PurgeResult | None,
         "append_single_ratio_runs": single.run_ratios(),
         "runs_seconds": {
             "append_batch": batch.ours, "raw_batch": batch.raw,
-            "append_single": single.ours, "raw_single": single.raw,
+            "append_single": single.ours, "raw_single": single.raw, "append_concurrent": concurrent,
             "read_decode": read.ours, "raw_scan": read.raw, "raw_scan_decode": read.decode,
         },
         "lmdb": f"py-lmdb {lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))})",
@@ -369,6 +418,9 @@ def table(r: dict[str, Any]) -> str:
         ("single append (1/commit, sync)", f"{r['append_single_eps']:>11,} ev/s",
          f"{r['raw_single_eps']:>11,} ev/s", f"{r['append_single_ratio']:.3f}x",
          ">= 0.8x raw", verdict(r["pass"]["append_single"])),
+        (f"single append, {r['append_concurrent_threads']} threads",
+         f"{r['append_concurrent_eps']:>11,} ev/s", f"{r['raw_single_eps']:>11,} ev/s",
+         f"{r['append_concurrent_ratio']:.3f}x", "(shared commits)", ""),
         ("full read + decode", f"{r['read_decode_eps']:>11,} ev/s",
          f"{r['raw_scan_eps']:>11,} ev/s", f"{r['read_ratio']:.3f}x",
          ">= 1M ev/s", verdict(r["pass"]["read_decode"])),
@@ -400,7 +452,8 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "ratio = memlog / raw. Raw anchors: (a)/(b) py-lmdb puts of the same header, payload,",
         "event-id and stream-index records plus stream/head bookkeeping, sync on, same",
         "transaction sizes; (c) two-cursor scan of headers + payloads, no decode, and the",
-        "same scan with msgspec decode of each header and payload (raw_scan_decode_eps).",
+        "same scan with msgspec decode of each header and payload (raw_scan_decode_eps);",
+        "(d) raw LMDB's single appends of (b): one commit per append, which threads cannot share.",
         f"ratio of each paired run: batched {r['append_batch_ratio_runs']}, "
         f"single {r['append_single_ratio_runs']}",
     ]
@@ -446,12 +499,14 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     log(f"(b) single appends, {n_single:,} commits")
     single = measure_appends(base, make_plan(events[:n_single], 1), "single", SINGLE_BLOCK,
                              args.repeats, keep=False)
+    log(f"(d) single appends by {THREADS} threads at once, {n_single:,} appends")
+    concurrent = measure_concurrent(base, make_plan(events[:n_single], 1), args.repeats)
     log("(c) full read with decode")
     read = measure_read(base, "batch", args.events, args.repeats)
     for name in ("batch-log", "batch-raw"):
         shutil.rmtree(base / name)
     purge = measure_purge(base, args.purge_gib, args.repeats) if args.purge_gib else None
-    return collect(batch, single, read, purge, args)
+    return collect(batch, single, read, concurrent, purge, args)
 
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:
