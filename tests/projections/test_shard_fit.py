@@ -93,15 +93,17 @@ def test_a_growing_store_gets_more_shards_and_keeps_results_and_purges(tmp_path:
         assert report.verified
         assert victim not in _hits(mem, "tok11x") and _hits(mem, "zanzibar", source="memories")
         queries = [f"group{g} entry" for g in range(4)] + [f"tok{i}x" for i in range(0, 70, 7)]
-        live = [_hits(mem, q, limit=50) for q in queries]
+        # limit 100: every match (at most 70) is a hit, so no tie sits at the cut.
+        live = [_hits(mem, q, limit=100) for q in queries]
         assert all(victim not in hits for hits in live)
         mem.proj.replay()  # live finds what a replay at the same shard count finds
-        # The same entries, not always in the same order: when the machine is
-        # busy, some tied entries rank differently live and after the replay
-        # (seen before issue 19's second pass too; the live shards then have
-        # more segments than the replay's, the global BM25 statistics are the
-        # same; open, see the closing note of 2026-11-24).
-        assert [sorted(_hits(mem, q, limit=50)) for q in queries] == [sorted(h) for h in live]
+        # The same entries, not always in the same order. The entries that match
+        # one word only tie on the text score; with a limit of 50 those ties sat
+        # at the cut, and which of them made it varied on a busy machine (a full
+        # suite failed here at the fourth and fifth stops of 2026-11-24; the
+        # order of the ties is left open). With every match a hit, live and
+        # replay must find the same entries.
+        assert [sorted(_hits(mem, q, limit=100)) for q in queries] == [sorted(h) for h in live]
 
 
 def test_a_purge_keeps_the_memories_of_the_shard_it_rebuilds(tmp_path: Path) -> None:
