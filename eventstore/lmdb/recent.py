@@ -32,7 +32,10 @@ Write order, so that a crash at any point loses nothing acknowledged:
 - an erase deletes a recent payload in the tombstone's own transaction.
 
 The seal itself is :func:`.seal.seal_all`; a seq's key is
-:meth:`.segments.Segments.key_of`.
+:meth:`.segments.Segments.key_of`. A process keeps a copy of the stored bytes
+of each recent payload it committed (``Segments.own_recent``, in memory only):
+a seal or a read takes the copy instead of revealing the value (a committed
+seq's payload never changes), and reveals only what other processes appended.
 """
 
 from __future__ import annotations

@@ -111,6 +111,21 @@ def test_a_failed_group_fails_every_request_in_it() -> None:
     assert queue._busy is False
 
 
+def test_after_a_contended_write_an_idle_log_lets_the_others_queue_first() -> None:
+    calls: list[str] = []
+
+    def solo(batch: object) -> list[object]:
+        calls.append(f"alone {batch}")
+        return ["ok"]
+
+    queue = GroupCommit(solo, lambda batches: [["ok"] for _ in batches])  # type: ignore[arg-type]
+    queue._contended = True  # the last write had threads queued behind it
+    assert queue.append("a") == ["ok"]  # type: ignore[arg-type]
+    assert queue._contended is False  # it led a group of itself alone
+    assert queue.append("b") == ["ok"]  # type: ignore[arg-type]
+    assert calls == ["alone a", "alone b"] and queue._busy is False and queue._queue == []
+
+
 # -- a group written by the LMDB backend ----------------------------------------
 
 
