@@ -129,8 +129,9 @@ class LmdbBackend:
     def _append_group(self, batches: list[Sequence[PreparedAppend]]) -> list[Outcome]:
         """Several threads' requests in one transaction, each in a nested one:
         a request refused on its own (version, event id, erased seq) gets its
-        error and the others commit."""
-        small = sum(len(req.payloads) for batch in batches for req in batch) <= RECENT_MAX
+        error and the others commit. The group keeps its payloads in ``recent``
+        when each thread's append is small, as each would alone."""
+        small = all(sum(len(req.payloads) for req in batch) <= RECENT_MAX for batch in batches)
         self._appended_recent |= small
         done: list[TxnWriter] = []
 
@@ -141,7 +142,11 @@ class LmdbBackend:
             return outcomes
 
         outcomes = self.shared.write(run)
-        self._committed(done[0])
+        try:
+            self._committed(done[0])
+        except MemlogError as exc:  # after the commit: only the erasing requests learn of it
+            return [exc if isinstance(outcome, list) and any(req.erases for req in batch) else outcome
+                    for outcome, batch in zip(outcomes, batches, strict=True)]
         return outcomes
 
     def _close_writer(self, writer: TxnWriter, done: list[TxnWriter]) -> None:
@@ -185,10 +190,11 @@ class LmdbBackend:
     def _chunk(self, scan: Callable[..., list[RecordedEvent]], *args: Any) -> list[RecordedEvent]:
         return self._read(lambda snap: scan(snap, *args))
 
-    def _read(self, fn: Callable[[Snapshot], T]) -> T:
-        """``fn(snapshot)`` in one read operation."""
+    def _read(self, fn: Callable[[Snapshot], T], own_copies: bool = True) -> T:
+        """``fn(snapshot)`` in one read operation (``own_copies``: see
+        :class:`.segments.SegmentReads`; a verify checks the stored bytes)."""
         def run(txn: Any) -> T:
-            with SegmentReads(self.shared.segments, txn, self.shared.dbs) as segs:
+            with SegmentReads(self.shared.segments, txn, self.shared.dbs, own_copies) as segs:
                 return fn(Snapshot(txn, self.shared.dbs, segs, self.shared.env))
 
         return self.shared.read(run)
@@ -253,18 +259,18 @@ class LmdbBackend:
 
     def verify(self) -> VerifyResult:
         """Walk the whole chain in one read transaction."""
-        result = self._read(verify_log)
+        result = self._read(verify_log, own_copies=False)
         if result.ok:
             return result
         # An erase whose tombstone committed after this walk began may have
         # deleted a payload the walk then missed: a failure is confirmed by a
         # second walk, which sees that tombstone.
-        return self._read(verify_log)
+        return self._read(verify_log, own_copies=False)
 
     def verify_tail(self, count: int) -> VerifyResult:
         """Check the last ``count`` records (confirmed by a second look, as ``verify``)."""
-        result = self._read(lambda snap: verify_tail(snap, count))
-        return result if result.ok else self._read(lambda snap: verify_tail(snap, count))
+        result = self._read(lambda snap: verify_tail(snap, count), own_copies=False)
+        return result if result.ok else self._read(lambda snap: verify_tail(snap, count), own_copies=False)
 
     def purge(self, timeout: float) -> PurgeReport:
         """Rewrite the payload segments that held erased payloads (compacting

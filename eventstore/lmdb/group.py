@@ -24,12 +24,14 @@ thread pays one lock round trip and never waits.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from ..backend import PreparedAppend
 from ..envelope import AppendResult
+from ..errors import StorageError
 
 __all__ = ["GroupCommit", "Outcome", "Ticket"]
 
@@ -67,50 +69,68 @@ class GroupCommit:
 
     def append(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
         """Append ``batch``, alone when no other thread is appending, else in
-        the next group; its results once committed, or its error."""
-        with self._lock:
-            ticket = None
-            if self._busy or self._contended:
-                ticket = Ticket(batch)
-                self._queue.append(ticket)
-            lead = not self._busy
-            self._busy = True
-        if ticket is None:
-            try:
+        the next group; its results once committed, or its error. A thread
+        interrupted while it waits (``KeyboardInterrupt``) withdraws its request
+        if no leader took it yet, and never leaves the log held."""
+        ticket: Ticket | None = None
+        holds = False  # this thread holds the log and must hand it over
+        try:
+            with self._lock:
+                if self._busy or self._contended:
+                    ticket = Ticket(batch)
+                    self._queue.append(ticket)
+                holds = not self._busy
+                self._busy = True
+            if ticket is None:
                 return self._solo(batch)
-            finally:
-                self._hand_over()
-        if lead:  # others appended lately: let the threads that are back queue first
-            time.sleep(0)
-        else:
-            ticket.done.wait()
-        if lead or ticket.lead:
-            try:
+            if holds:  # others appended lately: let the threads that are back queue first
+                time.sleep(0)
+            else:
+                ticket.done.wait()
+                holds = ticket.lead
+            if holds:
                 self._lead()
-            finally:
+        except BaseException:
+            if ticket is not None:
+                self._withdraw(ticket, holds)
+            raise
+        finally:
+            if holds:
                 self._hand_over()
-        outcome = ticket.outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome
+        return _outcome(ticket)
 
     def _lead(self) -> None:
-        """Write every queued request (this thread's among them) and wake their threads."""
+        """Write every queued request (this thread's among them) and answer
+        their threads, whatever happens."""
         with self._lock:
             tickets, self._queue = self._queue, []
             self._contended = len(tickets) > 1
+        outcomes: list[Outcome] = []
         try:
             if len(tickets) == 1:
-                outcomes: list[Outcome] = [self._solo(tickets[0].batch)]
+                outcomes = [self._solo(tickets[0].batch)]
             else:
                 outcomes = self._group([t.batch for t in tickets])
-        except BaseException as exc:  # the transaction failed: every request with it
+        except Exception as exc:  # the transaction failed: every request with it
             outcomes = [exc] * len(tickets)
-        for ticket, outcome in zip(tickets, outcomes, strict=True):
-            ticket.outcome = outcome
+        finally:
+            for n, ticket in enumerate(tickets):
+                ticket.outcome = outcomes[n] if n < len(outcomes) else StorageError(
+                    "the thread writing this append was interrupted; it may or may not be in the log")
+                ticket.lead = False
+                ticket.done.set()
+
+    def _withdraw(self, ticket: Ticket, holds: bool) -> None:
+        """An interrupted thread: its request leaves the queue unless a leader
+        took it; woken to lead (and not yet holding the log), it hands the log
+        over instead (a thread that holds it hands it over on its way out)."""
+        with self._lock:
+            if ticket in self._queue:
+                self._queue.remove(ticket)
+            chosen = ticket.lead and not holds
             ticket.lead = False
-            ticket.done.set()
+        if chosen:
+            self._hand_over()
 
     def _hand_over(self) -> None:
         """Wake the first queued thread to lead the next group, or go idle."""
@@ -122,3 +142,17 @@ class GroupCommit:
                 first.done.set()
             else:
                 self._busy = False
+
+
+def _outcome(ticket: Ticket | None) -> list[AppendResult]:
+    """A ticket's results, or its error raised (a copy: each thread raises its own)."""
+    assert ticket is not None
+    outcome = ticket.outcome
+    if isinstance(outcome, BaseException):
+        try:
+            error = copy.copy(outcome)
+        except Exception:
+            error = outcome
+        raise error
+    assert outcome is not None
+    return outcome

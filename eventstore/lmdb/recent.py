@@ -74,15 +74,18 @@ def _xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
     return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
 
 
-# A nonce is never used twice under one key: 8 random bytes drawn once per
-# process (again in a forked child), then a count of this process's nonces.
+# Nonces under one key must not repeat: 8 random bytes drawn once per process
+# (again in a forked child), then a count of this process's nonces from a
+# random 7-byte start, so two processes would have to draw the same prefix and
+# overlapping counts.
 _nonce_prefix = secrets.token_bytes(NONCE_SIZE // 2)
-_nonces = itertools.count()
+_nonces = itertools.count(int.from_bytes(secrets.token_bytes(7)))
 
 
 def _redraw_nonce_prefix() -> None:
-    global _nonce_prefix
+    global _nonce_prefix, _nonces
     _nonce_prefix = secrets.token_bytes(NONCE_SIZE // 2)
+    _nonces = itertools.count(int.from_bytes(secrets.token_bytes(7)))
 
 
 os.register_at_fork(after_in_child=_redraw_nonce_prefix)

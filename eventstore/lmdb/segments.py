@@ -183,7 +183,12 @@ class Segments:
         seq's payload never changes, so the copy is exact), else revealed under
         the key of its segment."""
         own = self.own_recent.get(key)
-        return own if own is not None else reveal(self.key_of(seq_of_key(key)), value)
+        return own if own is not None else self.reveal_stored(key, value)
+
+    def reveal_stored(self, key: bytes, value: Any) -> bytes:
+        """The stored payload of the recent value at seq key ``key``, revealed
+        under the key of its segment (what a verify checks)."""
+        return reveal(self.key_of(seq_of_key(key)), value)
 
     def key(self, index: int, create: bool = False) -> bytes | None:
         """The key of segment ``index`` (:data:`KEY`); with ``create``, made and
@@ -339,8 +344,11 @@ class SegmentReads:
     """
 
     def __init__(self, segments: Segments, main: Any = None, dbs: dict[bytes, Any] | None = None,
-                 ) -> None:
+                 own_copies: bool = True) -> None:
         self.segments = segments
+        # ``own_copies``: a recent payload this process committed is read from
+        # its copy (``Segments.own_recent``); a verify reveals the stored bytes.
+        self._reveal = segments.reveal if own_copies else segments.reveal_stored
         self._txns: dict[int, Any] = {}
         self._main = main
         self._recent = None if dbs is None else dbs[RECENT]
@@ -378,7 +386,7 @@ class SegmentReads:
         if self.sealed is not None and seq > self.sealed:
             key = seq_key(seq)
             raw = self._main.get(key, db=self._recent)
-            return None if raw is None else self.segments.reveal(key, raw)
+            return None if raw is None else self._reveal(key, raw)
         index = self.segments.index_of(seq)
         txn = self.txn(index)
         if txn is None:
@@ -410,7 +418,7 @@ class SegmentReads:
             return
         cursor = self._main.cursor(db=self._recent)
         if cursor.set_range(seq_key(start)):
-            reveal_recent = self.segments.reveal
+            reveal_recent = self._reveal
             for key, value in cursor.iternext():
                 key = bytes(key)
                 yield seq_of_key(key), reveal_recent(key, value)

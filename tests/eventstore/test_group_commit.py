@@ -17,15 +17,21 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+import eventstore.lmdb.backend as backend_module
+import eventstore.lmdb.group as group_module
 from eventstore import (
     AppendRequest,
     ConcurrencyError,
+    EntriesDeleted,
     EntryRecorded,
     EventLog,
     InvalidEventError,
+    StorageError,
 )
 from eventstore.lmdb.group import GroupCommit
-from eventstore.lmdb.layout import seq_key
+from eventstore.lmdb.layout import RECENT, seq_key
 
 THREADS = 4
 TRIALS = 6
@@ -126,6 +132,46 @@ def test_after_a_contended_write_an_idle_log_lets_the_others_queue_first() -> No
     assert calls == ["alone a", "alone b"] and queue._busy is False and queue._queue == []
 
 
+class _Interrupted(BaseException):
+    """Stands in for a KeyboardInterrupt (which would stop pytest itself)."""
+
+
+def test_a_waiter_interrupted_when_chosen_to_lead_hands_the_log_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    writing, release = threading.Event(), threading.Event()
+
+    def solo(batch: object) -> list[object]:
+        if batch == "first":
+            writing.set()
+            release.wait(5)
+        return ["ok"]
+
+    class InterruptedTicket(group_module.Ticket):
+        def __init__(self, batch: object) -> None:
+            super().__init__(batch)  # type: ignore[arg-type]
+            real = self.done.wait
+
+            def wait(timeout: float | None = None) -> bool:
+                real(timeout)
+                raise _Interrupted  # woken (to lead): interrupted before it could
+
+            self.done.wait = wait  # type: ignore[method-assign]
+
+    queue = GroupCommit(solo, lambda batches: [["ok"] for _ in batches])  # type: ignore[arg-type]
+    first = threading.Thread(target=queue.append, args=("first",))
+    first.start()
+    assert writing.wait(5)
+    original = group_module.Ticket
+    monkeypatch.setattr(group_module, "Ticket", InterruptedTicket)
+    threading.Timer(0.05, release.set).start()
+    with pytest.raises(_Interrupted):
+        queue.append("main")  # type: ignore[arg-type]
+    first.join(5)
+    assert queue._busy is False and queue._queue == []
+    monkeypatch.setattr(group_module, "Ticket", original)
+    assert queue.append("later") == ["ok"]  # type: ignore[arg-type]
+
+
 # -- a group written by the LMDB backend ----------------------------------------
 
 
@@ -153,6 +199,48 @@ def test_a_request_refused_in_a_group_leaves_the_others_committed(tmp_path: Path
         own = log.backend.shared.segments.own_recent
         assert set(own) == {seq_key(s) for s in (1, 2, 3, 4)}
         assert not any(b"b-stale" in v or b"group c0" in v for v in own.values())
+
+
+def test_a_group_of_small_appends_keeps_its_payloads_in_recent(tmp_path: Path) -> None:
+    with EventLog.open(tmp_path / "log") as log:
+        batches = [[log._prepare(AppendRequest(f"s:{t}", [_event(f"{t}-{j}") for j in range(3)], "t"))]
+                   for t in range(4)]  # 12 events, 3 per thread: each small on its own
+        outcomes = log.backend._append_group(batches)
+        assert all(isinstance(o, list) for o in outcomes)
+        assert len(log.backend.shared.segments.own_recent) == 12  # in ``recent``, not sealed
+        assert log.verify().ok
+
+
+def test_an_error_after_the_commit_reaches_only_the_erasing_request(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(shared: object) -> set[int]:
+        raise StorageError("the segment is gone")
+
+    with EventLog.open(tmp_path / "log") as log:
+        log.append("s:a", [_event("victim")], actor="t")
+        monkeypatch.setattr(backend_module, "finish_erasures", broken)
+        tombstone = EntriesDeleted(request_id="r", entry_ids=("victim",), erased_seqs=(1,))
+        batches = [[log._prepare(AppendRequest("s:b", [_event("b0")], "t"))],
+                   [log._prepare(AppendRequest("s:a", [tombstone], "t", erases=[1]))]]
+        outcomes = log.backend._append_group(batches)
+        assert isinstance(outcomes[0], list) and outcomes[0][0].first_seq == 2
+        assert isinstance(outcomes[1], StorageError)
+        assert log.events_at([1, 2]) == [None, _event("b0")]  # committed: read as erased
+
+
+def test_a_flipped_recent_value_fails_verify_in_the_process_that_wrote_it(tmp_path: Path) -> None:
+    with EventLog.open(tmp_path / "log") as log:
+        for k in range(3):
+            log.append("s:a", [_event(f"f{k}")], actor="t")
+        shared = log.backend.shared
+        with shared.env.begin(write=True) as txn:
+            value = bytearray(txn.get(seq_key(2), db=shared.dbs[RECENT]))
+            value[-1] ^= 0xFF
+            txn.put(seq_key(2), bytes(value), db=shared.dbs[RECENT])
+        assert seq_key(2) in shared.segments.own_recent  # reads still use the copy
+        result = log.verify()
+        assert not result.ok and result.first_bad_seq == 2
+        assert not log.verify_tail(3).ok
 
 
 def test_concurrent_threads_append_every_event_once(tmp_path: Path) -> None:
