@@ -17,8 +17,9 @@ In one run it measures, each against py-lmdb used directly in the same run:
     the same put-set in one transaction per event;
 (c) a full read: memlog streams ``log.read()`` and touches every decoded event;
     raw LMDB scans the headers and payloads databases with cursors, no decode;
-(d) concurrent single appends: the appends of (b) by 4 threads at once (each
-    takes every 4th), which share commits (group commit); the anchor is raw
+(d) concurrent single appends: the appends of (b) by 4 threads at once
+    (``--threads``; thread t takes every t-th), which share commits (group
+    commit); the anchor is raw
     LMDB's single appends of (b) in the same run: with one commit per append
     raw LMDB cannot go faster with more threads (its writer lock serialises the
     commits), so (d)'s ratio says how much the sharing buys.
@@ -82,7 +83,7 @@ from raw_lmdb import (
 BATCH = 10_000
 SINGLE_MAX = 3_000
 SINGLE_BLOCK = 100  # single appends interleave with raw commits in blocks of this many
-THREADS = 4  # (d): threads appending at once
+THREADS = 4  # (d): threads appending at once (--threads)
 ACTOR = "bench"
 BATCH_TARGET_EPS = 400_000.0
 BATCH_TARGET_RATIO = 0.4
@@ -224,16 +225,16 @@ def measure_appends(base: Path, plan: Plan, label: str, block: int, repeats: int
     return pair
 
 
-def measure_concurrent(base: Path, plan: Plan, repeats: int) -> list[float]:
+def measure_concurrent(base: Path, plan: Plan, threads: int, repeats: int) -> list[float]:
     """(d): :func:`concurrent_run` ``repeats`` times in fresh directories."""
     runs = []
     for rep in range(repeats):
         path = base / f"concurrent-log-{rep}"
         os.sync()
-        runs.append(concurrent_run(path, plan, THREADS))
+        runs.append(concurrent_run(path, plan, threads))
         shutil.rmtree(path)
         log(f"  concurrent run {rep + 1}/{repeats}: memlog {len(plan) / runs[-1]:,.0f} appends/s "
-            f"({THREADS} threads)")
+            f"({threads} threads)")
     return runs
 
 
@@ -369,7 +370,7 @@ def collect(batch: Pair, single: Pair, read: Pair, concurrent: list[float],
         "append_batch_ratio": round(b_ours / b_raw, 3),
         "append_single_eps": round(s_ours), "raw_single_eps": round(s_raw),
         "append_single_ratio": round(s_ours / s_raw, 3),
-        "append_concurrent_eps": round(c_ours), "append_concurrent_threads": THREADS,
+        "append_concurrent_eps": round(c_ours), "append_concurrent_threads": args.threads,
         "append_concurrent_ratio": round(c_ours / s_raw, 3),
         "read_decode_eps": round(r_ours), "raw_scan_eps": round(r_raw),
         "read_ratio": round(r_ours / r_raw, 3),
@@ -481,9 +482,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dir", type=Path, default=None, metavar="PATH",
                         help="parent of the scratch directory (default: the system temp dir)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure; best is kept")
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads appending at once in (d)")
     args = parser.parse_args(argv)
-    if args.events < 1 or args.repeats < 1:
-        parser.error("--events and --repeats must be >= 1")
+    if args.events < 1 or args.repeats < 1 or args.threads < 1:
+        parser.error("--events, --repeats and --threads must be >= 1")
     if args.purge_gib is not None and args.purge_gib <= 0:
         parser.error("--purge-gib must be > 0")
     return args
@@ -499,8 +501,8 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     log(f"(b) single appends, {n_single:,} commits")
     single = measure_appends(base, make_plan(events[:n_single], 1), "single", SINGLE_BLOCK,
                              args.repeats, keep=False)
-    log(f"(d) single appends by {THREADS} threads at once, {n_single:,} appends")
-    concurrent = measure_concurrent(base, make_plan(events[:n_single], 1), args.repeats)
+    log(f"(d) single appends by {args.threads} threads at once, {n_single:,} appends")
+    concurrent = measure_concurrent(base, make_plan(events[:n_single], 1), args.threads, args.repeats)
     log("(c) full read with decode")
     read = measure_read(base, "batch", args.events, args.repeats)
     for name in ("batch-log", "batch-raw"):
