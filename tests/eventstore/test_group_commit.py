@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,24 @@ def _event(tag: str) -> EntryRecorded:
 # -- the queue, with stand-ins for the writes -----------------------------------
 
 
+def _queue_behind_a_writer(queue: GroupCommit, run: Callable[[str], None], writing: threading.Event,
+                           release: threading.Event, count: int) -> None:
+    """``run("first")`` in a thread until its solo write waits on ``release``;
+    then ``count`` threads ``run("t<i>")`` and queue; then release all, and join."""
+    first = threading.Thread(target=run, args=("first",))
+    first.start()
+    assert writing.wait(5)
+    others = [threading.Thread(target=run, args=(f"t{i}",)) for i in range(count)]
+    for thread in others:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(queue._queue) < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(5)
+
+
 def test_threads_arriving_during_a_write_share_the_next_one() -> None:
     writing, release = threading.Event(), threading.Event()
     groups: list[list[object]] = []
@@ -64,18 +83,7 @@ def test_threads_arriving_during_a_write_share_the_next_one() -> None:
     def run(name: str) -> None:
         results[name] = queue.append(name)  # type: ignore[arg-type]
 
-    first = threading.Thread(target=run, args=("first",))
-    first.start()
-    assert writing.wait(5)
-    others = [threading.Thread(target=run, args=(f"t{i}",)) for i in range(3)]
-    for thread in others:
-        thread.start()
-    deadline = time.monotonic() + 5
-    while len(queue._queue) < 3 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    release.set()
-    for thread in [first, *others]:
-        thread.join(5)
+    _queue_behind_a_writer(queue, run, writing, release, 3)
     assert results["first"] == ["alone first"]
     assert len(groups) == 1 and sorted(groups[0]) == ["t0", "t1", "t2"]  # type: ignore[type-var]
     assert {results[f"t{i}"] == [f"grouped t{i}"] for i in range(3)} == {True}
@@ -102,17 +110,7 @@ def test_a_failed_group_fails_every_request_in_it() -> None:
         except OSError as exc:
             errors.append(exc)
 
-    first = threading.Thread(target=run, args=("first",))
-    first.start()
-    assert writing.wait(5)
-    others = [threading.Thread(target=run, args=(f"t{i}",)) for i in range(2)]
-    for thread in others:
-        thread.start()
-    while len(queue._queue) < 2:
-        time.sleep(0.001)
-    release.set()
-    for thread in [first, *others]:
-        thread.join(5)
+    _queue_behind_a_writer(queue, run, writing, release, 2)
     assert len(errors) == 2 and all(str(e) == "disk gone" for e in errors)
     assert queue._busy is False
 
