@@ -102,8 +102,6 @@ def make_plan(events: Sequence[EntryRecorded], per_append: int) -> Plan:
     return plan
 
 
-# -- the raw LMDB side -------------------------------------------------------------
-
 # -- the memlog side ---------------------------------------------------------------
 
 def paired_run(ours_dir: Path, raw_dir: Path, plan: Plan, block: int) -> tuple[float, ...]:
@@ -137,8 +135,9 @@ def paired_run(ours_dir: Path, raw_dir: Path, plan: Plan, block: int) -> tuple[f
 
 def concurrent_run(path: Path, plan: Plan, threads: int) -> float:
     """memlog: ``threads`` threads append ``plan`` at once (thread t takes every
-    t-th append); seconds from the first start to the last return."""
+    t-th append), in a fresh directory; seconds from the first start to the last return."""
     errors: list[BaseException] = []
+    os.sync()
     with EventLog.open(path, LogSettings(sync=True)) as elog:
         def work(share: Plan) -> None:
             try:
@@ -154,10 +153,10 @@ def concurrent_run(path: Path, plan: Plan, threads: int) -> float:
         for worker in workers:
             worker.join()
         seconds = time.perf_counter() - started
-        if errors:
-            raise errors[0]
-        if elog.head().seq != sum(len(events) for _, events in plan):
-            raise RuntimeError("the concurrent appends did not all land")
+        if errors or elog.head().seq != sum(len(events) for _, events in plan):
+            raise errors[0] if errors else RuntimeError("the concurrent appends did not all land")
+    shutil.rmtree(path)
+    log(f"  concurrent run: memlog {len(plan) / seconds:,.0f} appends/s ({threads} threads)")
     return seconds
 
 
@@ -223,19 +222,6 @@ def measure_appends(base: Path, plan: Plan, label: str, block: int, repeats: int
             shutil.rmtree(ours_dir)
             shutil.rmtree(raw_dir)
     return pair
-
-
-def measure_concurrent(base: Path, plan: Plan, threads: int, repeats: int) -> list[float]:
-    """(d): :func:`concurrent_run` ``repeats`` times in fresh directories."""
-    runs = []
-    for rep in range(repeats):
-        path = base / f"concurrent-log-{rep}"
-        os.sync()
-        runs.append(concurrent_run(path, plan, threads))
-        shutil.rmtree(path)
-        log(f"  concurrent run {rep + 1}/{repeats}: memlog {len(plan) / runs[-1]:,.0f} appends/s "
-            f"({threads} threads)")
-    return runs
 
 
 def measure_read(base: Path, label: str, events: int, repeats: int) -> Pair:
@@ -502,7 +488,8 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     single = measure_appends(base, make_plan(events[:n_single], 1), "single", SINGLE_BLOCK,
                              args.repeats, keep=False)
     log(f"(d) single appends by {args.threads} threads at once, {n_single:,} appends")
-    concurrent = measure_concurrent(base, make_plan(events[:n_single], 1), args.threads, args.repeats)
+    plan = make_plan(events[:n_single], 1)
+    concurrent = [concurrent_run(base / f"concurrent-{k}", plan, args.threads) for k in range(args.repeats)]
     log("(c) full read with decode")
     read = measure_read(base, "batch", args.events, args.repeats)
     for name in ("batch-log", "batch-raw"):
