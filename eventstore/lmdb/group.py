@@ -16,10 +16,10 @@ first one back would write alone while the others queue behind it. So after
 a write that had threads queued behind it, the next thread to find the log
 idle queues too and yields the interpreter once (``time.sleep(0)``) before
 it leads: the threads that are back queue meanwhile and share its commit
-(4 threads: groups of 1 and 3 in turn became groups of mostly 3 and 4, and
-2,170 appends/s became 3,773; ``tools/bench_log.py`` (d)). A leader that
-finds itself alone clears the mark, so a process that appends from one
-thread pays one lock round trip and never waits.
+(4 threads: groups of 1 and 3 in turn became groups of mostly 3 and 4). A
+leader that finds itself alone clears the mark, so a process that appends
+from one thread pays one lock round trip and never waits. Figures:
+``tools/bench_log.py --threads N`` (d), and docs/architecture.md.
 """
 
 from __future__ import annotations
