@@ -112,18 +112,8 @@ class LmdbBackend:
 
     def _append_alone(self, batch: Sequence[PreparedAppend]) -> list[AppendResult]:
         """One thread's requests, in one transaction."""
-        small = sum(len(req.payloads) for req in batch) <= RECENT_MAX
-        self._appended_recent |= small
-        done: list[TxnWriter] = []
-
-        def run(txn: Any) -> list[AppendResult]:
-            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
-            results = [writer.apply(req) for req in batch]
-            self._close_writer(writer, done)
-            return results
-
-        results = self.shared.write(run)
-        self._committed(done[0])
+        results, writer = self._write(_small(batch), lambda w: [w.apply(req) for req in batch])
+        self._committed(writer)
         return results
 
     def _append_group(self, batches: list[Sequence[PreparedAppend]]) -> list[Outcome]:
@@ -131,33 +121,37 @@ class LmdbBackend:
         a request refused on its own (version, event id, erased seq) gets its
         error and the others commit. The group keeps its payloads in ``recent``
         when each thread's append is small, as each would alone."""
-        small = all(sum(len(req.payloads) for req in batch) <= RECENT_MAX for batch in batches)
-        self._appended_recent |= small
-        done: list[TxnWriter] = []
+        def apply(writer: TxnWriter) -> list[Outcome]:
+            env = self.shared.env  # in the transaction: an operation may have reopened it
+            return [writer.apply_nested(env, batch) for batch in batches]
 
-        def run(txn: Any) -> list[Outcome]:
-            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
-            outcomes: list[Outcome] = [writer.apply_nested(self.shared.env, batch) for batch in batches]
-            self._close_writer(writer, done)
-            return outcomes
-
-        outcomes = self.shared.write(run)
+        outcomes, writer = self._write(all(_small(batch) for batch in batches), apply)
         try:
-            self._committed(done[0])
+            self._committed(writer)
         except MemlogError as exc:  # after the commit: only the erasing requests learn of it
             return [exc if isinstance(outcome, list) and any(req.erases for req in batch) else outcome
                     for outcome, batch in zip(outcomes, batches, strict=True)]
         return outcomes
 
-    def _close_writer(self, writer: TxnWriter, done: list[TxnWriter]) -> None:
-        """The end of an append's transaction, before its commit."""
-        writer.seal_if_due()
-        # Payloads are durable before the headers that name them commit.
-        overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
-        if writer.sealing:
-            crashpoint("append: sealed payloads in the segments, not yet out of recent")
-        writer.finish(overwritten)
-        done[:] = [writer]
+    def _write(self, small: bool, apply: Callable[[TxnWriter], T]) -> tuple[T, TxnWriter]:
+        """``apply(writer)`` in one write transaction, then the transaction's
+        end (seal when due, segments, head); the result and the writer that committed."""
+        self._appended_recent |= small
+        done: list[TxnWriter] = []
+
+        def run(txn: Any) -> T:
+            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
+            result = apply(writer)
+            writer.seal_if_due()
+            # Payloads are durable before the headers that name them commit.
+            overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
+            if writer.sealing:
+                crashpoint("append: sealed payloads in the segments, not yet out of recent")
+            writer.finish(overwritten)
+            done[:] = [writer]  # a map-full retry runs again: the last writer is the one committed
+            return result
+
+        return self.shared.write(run), done[0]
 
     def _committed(self, writer: TxnWriter) -> None:
         """After an append's commit: this process's copies of its recent
@@ -281,8 +275,8 @@ class LmdbBackend:
 def _keep_copies(own: dict[bytes, bytes], writer: TxnWriter) -> None:
     """Keep the stored bytes of the payloads ``writer`` committed to ``recent``
     (a seal then takes them without revealing them): dropped when sealed or
-    erased, and all of them past ``2 * SEAL_AT`` (left by seals of other
-    processes), so at most that many are held."""
+    erased, and all of them once ``2 * SEAL_AT`` are held (left by seals of
+    other processes): about that many at most."""
     if writer.sealing:
         own.clear()
     elif writer.recent_items:
@@ -291,3 +285,8 @@ def _keep_copies(own: dict[bytes, bytes], writer: TxnWriter) -> None:
         own.update(writer.recent_items)
     for seq in writer.erased:
         own.pop(seq_key(seq), None)
+
+
+def _small(batch: Sequence[PreparedAppend]) -> bool:
+    """Whether an append keeps its payloads in ``recent`` (:data:`.recent.RECENT_MAX`)."""
+    return sum(len(req.payloads) for req in batch) <= RECENT_MAX
