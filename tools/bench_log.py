@@ -24,6 +24,11 @@ In one run it measures, each against py-lmdb used directly in the same run:
     raw LMDB cannot go faster with more threads (its writer lock serialises the
     commits), so (d)'s ratio says how much the sharing buys.
 
+With (a) it times the floor of an append (tools/floors.py): the work an append
+must add to raw LMDB's puts (the encoding and validating decode, the header,
+two SHA-256), alone in a loop over the same events; ``append_batch_floor_ratio``
+= raw / (raw + floor) is the best ``append_batch_ratio`` the run allows.
+
 The two sides are interleaved: memlog appends a block (one 10k transaction for
 (a), 100 single appends for (b)), the block is read back through the public API
 and turned into raw bytes off the clock (the same event ids, header and payload
@@ -67,6 +72,7 @@ from eventstore import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import align, dir_bytes, log, run_main, verdict
+from floors import append_floor
 from log_content import STREAMS, make_event
 from raw_lmdb import (
     DB_NAMES,
@@ -342,9 +348,10 @@ def measure_purge(base: Path, gib: float, repeats: int) -> PurgeResult:
 
 # -- report ------------------------------------------------------------------------
 
-def collect(batch: Pair, single: Pair, read: Pair, concurrent: list[float],
+def collect(batch: Pair, single: Pair, read: Pair, concurrent: list[float], floor: float,
             purge: PurgeResult | None, args: argparse.Namespace) -> dict[str, Any]:
-    """All figures as one flat dict (the --json object)."""
+    """All figures as one flat dict (the --json object); ``floor``: seconds of
+    :func:`floors.append_floor` over the batched events."""
     b_ours, b_raw = batch.eps()
     s_ours, s_raw = single.eps()
     c_ours = single.events / min(concurrent)
@@ -354,6 +361,8 @@ def collect(batch: Pair, single: Pair, read: Pair, concurrent: list[float],
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "append_batch_eps": round(b_ours), "raw_batch_eps": round(b_raw),
         "append_batch_ratio": round(b_ours / b_raw, 3),
+        "append_floor_us": round(floor / batch.events * 1e6, 2),
+        "append_batch_floor_ratio": round(1 / (1 + floor * b_raw / batch.events), 3),
         "append_single_eps": round(s_ours), "raw_single_eps": round(s_raw),
         "append_single_ratio": round(s_ours / s_raw, 3),
         "append_concurrent_eps": round(c_ours), "append_concurrent_threads": args.threads,
@@ -441,6 +450,9 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "transaction sizes; (c) two-cursor scan of headers + payloads, no decode, and the",
         "same scan with msgspec decode of each header and payload (raw_scan_decode_eps);",
         "(d) raw LMDB's single appends of (b): one commit per append, which threads cannot share.",
+        f"floor of (a): {r['append_floor_us']} us an event of what an append must add to raw LMDB",
+        "(encoding, validating decode, header, two SHA-256; tools/floors.py); raw / (raw + floor)",
+        f"= {r['append_batch_floor_ratio']} is the best append_batch_ratio this run allows.",
         f"ratio of each paired run: batched {r['append_batch_ratio_runs']}, "
         f"single {r['append_single_ratio_runs']}",
     ]
@@ -483,6 +495,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     events = [make_event(i) for i in range(args.events)]
     log(f"(a) batched appends, {BATCH:,} events per transaction")
     batch = measure_appends(base, make_plan(events, BATCH), "batch", 1, args.repeats, keep=True)
+    floor = min(append_floor(events) for _ in range(args.repeats))
     n_single = min(args.events, SINGLE_MAX)
     log(f"(b) single appends, {n_single:,} commits")
     single = measure_appends(base, make_plan(events[:n_single], 1), "single", SINGLE_BLOCK,
@@ -495,7 +508,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     for name in ("batch-log", "batch-raw"):
         shutil.rmtree(base / name)
     purge = measure_purge(base, args.purge_gib, args.repeats) if args.purge_gib else None
-    return collect(batch, single, read, concurrent, purge, args)
+    return collect(batch, single, read, concurrent, floor, purge, args)
 
 
 def main(argv: Sequence[str] | None = None, emit: Callable[[str], None] = print) -> int:

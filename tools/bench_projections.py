@@ -41,6 +41,9 @@ words, six kinds, 200 sessions) and measures, in one run:
     ``replay_peak_anon_mb`` (the highest ``RssAnon`` sampled); the anchor is a
     child that only scans and decodes the log (tools/replay_rss.py).
     ``replay_ratio`` is (a)'s memlog / anchor (``replay_views_ratio``, kept).
+    (a) also times raw LMDB writing the records the replay left (``raw_views_write_s``,
+    tools/floors.py): ``replay_floor_ratio`` = anchor / (anchor + that write) is the
+    ratio of a replay that spent nothing between reading the log and writing.
 
 The projection's shard count is fitted to the store as memlog does (one per
 32,768 events, a power of two, at most 32; ``--shards N`` fixes it). Raw
@@ -94,6 +97,7 @@ from projections import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
 from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
+from floors import views_write_floor
 from projections_report import table
 from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
 from replay_rss import measure as measure_memory
@@ -160,6 +164,7 @@ class Pair:
     raw: list[float] = field(default_factory=list)
     complete: bool = True
     detail: dict[str, int] = field(default_factory=dict)
+    floor: list[float] = field(default_factory=list)  # (a): raw LMDB writing the views' records
 
     def rates(self) -> tuple[float, float]:
         """Per-second rates of the best runs: (memlog, anchor)."""
@@ -179,10 +184,12 @@ def measure_views(base: Path, elog: EventLog, head: int, entries: int, repeats: 
         pair.raw.append(seconds)
         path = base / f"views-{rep}"
         seconds, counters = views_replay(path, elog, map_size)
+        floor, records = views_write_floor(path, base / f"views-floor-{rep}")
         shutil.rmtree(path)
         pair.ours.append(seconds)
+        pair.floor.append(floor)
         pair.detail = {"views_events_applied": counters.get("events", 0),
-                       "views_entries": counters.get("entries", 0)}
+                       "views_entries": counters.get("entries", 0), "views_records": records}
         if pair.detail["views_events_applied"] != head or pair.detail["views_entries"] != entries:
             pair.complete = False
             log(f"  INCOMPLETE views replay: {pair.detail} for {head:,} events, {entries:,} entries")
@@ -340,6 +347,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "repeats": args.repeats, "statistic": f"best of {args.repeats}",
         "replay_views_eps": round(v_ours), "raw_scan_decode_eps": round(v_raw),
         "replay_views_ratio": round(v_ours / v_raw, 3), "replay_ratio": round(v_ours / v_raw, 3),
+        "raw_views_write_s": round(min(views.floor), 3),
+        "replay_floor_ratio": round(min(views.raw) / (min(views.raw) + min(views.floor)), 3),
         **memory,
         "views_presized": not args.no_presize, "views_complete": views.complete, **views.detail,
         "rebuild_all_docs_per_s": round(r_ours), "raw_tantivy_docs_per_s": round(r_raw),

@@ -78,6 +78,9 @@ def _notes(r: dict[str, Any]) -> list[str]:
                  f"{r['replay_worker_peak_rss_mb']:,.0f} MB, anonymous "
                  f"{r['replay_worker_peak_anon_mb']:,.0f} MB; scan + decode child: RSS "
                  f"{r['raw_scan_peak_rss_mb']:,.0f} MB, anonymous {r['raw_scan_peak_anon_mb']:,.0f} MB.")
+    notes.append(f"views replay floor: raw LMDB writes the {r['views_records']:,} records the replay left in "
+                 f"{r['raw_views_write_s']:.3f} s; scan + decode plus that write would give "
+                 f"{r['replay_floor_ratio']:.3f}x (tools/floors.py).")
     if r["views_presized"]:
         notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")
     if not r["views_complete"]:
