@@ -18,26 +18,34 @@ main environment, the views and the vectors' main environment included,
 although they are meant to hold no entry content at all, and the vector
 partitions rewritten (the needles then include the deleted texts' vectors:
 :func:`commands.app.purging.vector_needles`).
+
+A large scan (:data:`PARALLEL_FROM` bytes or more) reads about half of its
+bytes in a child process (:mod:`.scanner`) while this process reads the
+rest; a child that cannot start or fails leaves its files to this process,
+so a scan never reads less than it would alone.
 """
+
 
 from __future__ import annotations
 
-import mmap
 import os
-from collections.abc import Callable, Iterable
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from eventstore.storage import is_lmdb_lock_file
 
-__all__ = ["purge_scope", "scan_needles", "scan_tree"]
+from . import scanner
+from .scanner import Matcher, scan_files
 
-_MAP_FROM = 1 << 20
-# Sampling tiers (gram length, stride): a needle of at least stride + gram - 1
-# bytes contains, wherever it lies, the gram at one of the data offsets the
-# scan samples (every ``stride`` bytes), at an offset under ``stride`` of the
-# needle. Each needle goes to the tier of the longest stride it allows.
-_TIERS = ((16, 128), (16, 32), (8, 8))
-_FIND_UP_TO = 6  # needles searched one by one with ``find`` rather than sampled (see Matcher)
+__all__ = ["PARALLEL_FROM", "Matcher", "purge_scope", "scan_needles", "scan_tree"]
+
+PARALLEL_FROM = 128 << 20  # bytes of files from which a scan shares them with a child process
+
+Found = list[tuple[str, int, int]]  # (path, hits, bytes read) of each file read
 
 
 def scan_tree(root: Path, needles: Iterable[bytes]) -> tuple[dict[str, int], int]:
@@ -72,86 +80,97 @@ def scan_needles(root: Path, needles: Iterable[bytes], scope: Callable[[Path], b
                  ) -> tuple[dict[str, int], int, set[bytes]]:
     """Like :func:`scan_tree`, plus which needles were found; with ``scope``,
     only the files it accepts are read."""
-    matcher = Matcher(needles)
-    found: dict[str, int] = {}
+    unique = sorted(set(needles))
+    paths = [str(p) for p in sorted(root.rglob("*"))
+             if p.is_file() and not p.is_symlink() and not is_lmdb_lock_file(p)
+             and (scope is None or scope(p))]
     which: set[bytes] = set()
+    found: dict[str, int] = {}
     scanned = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        if is_lmdb_lock_file(path) or (scope is not None and not scope(path)):
-            continue
-        hits, size = _scan_file(path, matcher, which)
+    for path, hits, size in _scan_shared(paths, unique, which):
         scanned += size
         if hits:
-            found[str(path.relative_to(root))] = hits
+            found[str(Path(path).relative_to(root))] = hits
     return found, scanned, which
 
 
-class Matcher:
-    """Finds many needles in one pass per tier, exactly.
-
-    A regex alternation of thousands of texts costs each byte of data a try
-    of every alternative (158 s for 2,500 texts over a 100k-event store). Here
-    each long needle is indexed by the grams at its first ``stride`` offsets;
-    the scan looks up one gram every ``stride`` bytes and compares the whole
-    needle where a gram matches. Needles shorter than the smallest tier are
-    searched one by one (a skip-ahead substring search, several GB/s), and so
-    is every needle when there are few: the sampling loop runs in Python at
-    about 1.3 ns a byte (1.9 s over 1.5 GB at stride 128), a ``find`` in C at
-    about 0.15 ns a byte per needle (0.2 s), so up to ``_FIND_UP_TO`` needles
-    (a purge of one or a few entries) are found faster one at a time."""
-
-    def __init__(self, needles: Iterable[bytes], find_up_to: int = _FIND_UP_TO) -> None:
-        self.short: list[bytes] = []
-        self.tiers: list[tuple[int, int, dict[bytes, list[tuple[bytes, int]]]]] = []
-        grams: dict[tuple[int, int], dict[bytes, list[tuple[bytes, int]]]] = {}
-        unique = sorted(set(needles))
-        few = len(unique) <= find_up_to
-        for needle in unique:
-            tier = None if few else next(((k, s) for k, s in _TIERS if len(needle) >= s + k - 1), None)
-            if tier is None:
-                self.short.append(needle)
-                continue
-            k, stride = tier
-            index = grams.setdefault(tier, {})
-            for offset in range(stride):
-                index.setdefault(needle[offset : offset + k], []).append((needle, offset))
-        self.tiers = [(k, s, index) for (k, s), index in grams.items()]
-
-    def __bool__(self) -> bool:
-        return bool(self.short or self.tiers)
-
-    def hits(self, data: bytes | mmap.mmap, which: set[bytes]) -> int:
-        """How many occurrences of the needles ``data`` holds; adds the needles found to ``which``."""
-        seen: set[tuple[bytes, int]] = set()
-        for k, stride, index in self.tiers:
-            for at in range(0, len(data) - k + 1, stride):
-                for needle, offset in index.get(data[at : at + k], ()):
-                    start = at - offset
-                    if start >= 0 and data[start : start + len(needle)] == needle:
-                        seen.add((needle, start))
-        hits = len(seen)
-        which.update(needle for needle, _ in seen)
-        for needle in self.short:
-            at = data.find(needle)
-            while at >= 0:
-                hits += 1
-                which.add(needle)
-                at = data.find(needle, at + 1)
-        return hits
-
-
-def _scan_file(path: Path, matcher: Matcher, which: set[bytes]) -> tuple[int, int]:
-    """(hits, bytes read). Large files are mapped, not copied; LMDB and Tantivy
-    files never shrink in place (a purge swaps in a new file), so the map stays valid."""
+def _scan_shared(paths: list[str], needles: list[bytes], which: set[bytes]) -> Found:
+    """Every file of ``paths`` read, a large set shared with a child (in path order)."""
+    matcher = Matcher(needles)
+    sizes = {path: _size(path) for path in paths}
+    if not matcher or len(paths) < 2 or sum(sizes.values()) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        return scan_files(paths, matcher, which)
+    mine, theirs = _halves(paths, sizes)
+    child = _start_child(needles, theirs)
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if not matcher or size == 0:
-                return 0, size
-            if size < _MAP_FROM:
-                data = fh.read()
-                return matcher.hits(data, which), len(data)
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return matcher.hits(mapped, which), size
-    except (OSError, ValueError):
-        return 0, 0
+        results = scan_files(mine, matcher, which)
+        got = None if child is None else _child_results(child)
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+    if got is None:  # the child did not do its part: this process does
+        results += scan_files(theirs, matcher, which)
+    else:
+        results += got[0]
+        which |= got[1]
+    return sorted(results)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _halves(paths: Sequence[str], sizes: dict[str, int]) -> tuple[list[str], list[str]]:
+    """Two lists of about equal bytes, the largest files placed first."""
+    halves: tuple[list[str], list[str]] = ([], [])
+    load = [0, 0]
+    for path in sorted(paths, key=lambda p: -sizes[p]):
+        side = 0 if load[0] <= load[1] else 1
+        halves[side].append(path)
+        load[side] += sizes[path]
+    return halves
+
+
+def _start_child(needles: list[bytes], paths: list[str]) -> subprocess.Popen[bytes] | None:
+    """A child scanning ``paths`` (:mod:`.scanner`), given its work; None when it cannot start."""
+    if not sys.executable:
+        return None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_CRASH")}  # no failpoints
+    try:
+        child = subprocess.Popen([sys.executable, "-P", "-S", scanner.__file__], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    except OSError:
+        return None
+    assert child.stdin is not None
+    try:
+        with child.stdin:
+            child.stdin.write(pickle.dumps((needles, paths), protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        child.kill()
+        child.wait()
+        return None
+    return child
+
+
+def _child_results(child: subprocess.Popen[bytes]) -> tuple[Found, set[bytes]] | None:
+    """What the child found, or None when it failed in any way."""
+    assert child.stdout is not None
+    try:
+        with child.stdout:
+            out = child.stdout.read()
+        if child.wait() != 0:
+            return None
+        results, which = pickle.loads(out)
+    except Exception:  # a broken child: its files are read here
+        return None
+    return _checked(results, which)
+
+
+def _checked(results: Any, which: Any) -> tuple[Found, set[bytes]] | None:
+    if not isinstance(results, list) or not isinstance(which, set):
+        return None
+    return results, which

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from commands.app import scan
 from commands.app.scan import Matcher, purge_scope, scan_needles
 
 
@@ -68,3 +71,56 @@ def test_the_matcher_reads_a_mapped_file_as_bytes(tmp_path: Path) -> None:
     found, scanned, which = scan_needles(tmp_path, [long, b"short!", long[:100], b"absent" * 20])
     # long[:100] lies at each of long's 4 periods and once more at the end
     assert found == {"big": 7} and scanned > 2 << 20 and which == {long, b"short!", long[:100]}
+
+
+def _tree(root: Path) -> list[bytes]:
+    """Files of several sizes, some holding needles; returns the needles."""
+    needles = [b"first deleted text " * 3, b"second deleted text " * 3, b"never written " * 3]
+    for n in range(9):
+        body = bytearray(b"." * (n * 40_000 + 1_000))
+        if n % 3 == 0:
+            body[n * 100 : n * 100 + len(needles[0])] = needles[0]
+        if n == 4:
+            body[-len(needles[1]) :] = needles[1]
+        (root / f"d{n % 2}").mkdir(exist_ok=True)
+        (root / f"d{n % 2}" / f"f{n}").write_bytes(bytes(body))
+    return needles
+
+
+def test_a_scan_shared_with_a_child_finds_what_one_process_finds(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large scan gives about half of its files to a child; the files found,
+    the hits, the bytes read and the needles found are the same."""
+    needles = _tree(tmp_path)
+    alone = scan_needles(tmp_path, needles)
+    started: list[int] = []
+    real = scan._start_child
+
+    def start(needles: list[bytes], paths: list[str]) -> Any:
+        started.append(len(paths))
+        return real(needles, paths)
+
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(scan, "_start_child", start)
+    shared = scan_needles(tmp_path, needles)
+    assert started and 0 < started[0] < 9
+    assert shared == alone and alone[0] and alone[2] == set(needles[:2])
+
+
+@pytest.mark.parametrize("how", ["no start", "exits 1", "bad output"])
+def test_a_failed_child_leaves_its_files_to_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         how: str) -> None:
+    """Whatever goes wrong with the child, every file is still read."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    needles = _tree(root)
+    alone = scan_needles(root, needles)
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
+    if how == "no start":
+        monkeypatch.setattr(scan.sys, "executable", "")
+    else:
+        code = "import sys; sys.stdin.buffer.read(); " + (
+            "sys.exit(1)" if how == "exits 1" else "sys.stdout.buffer.write(b'not a pickle')")
+        (tmp_path / "fake_scanner.py").write_text(code)
+        monkeypatch.setattr(scan.scanner, "__file__", str(tmp_path / "fake_scanner.py"))
+    assert scan_needles(root, needles) == alone
