@@ -24,10 +24,8 @@ In one run it measures, each against py-lmdb used directly in the same run:
     raw LMDB cannot go faster with more threads (its writer lock serialises the
     commits), so (d)'s ratio says how much the sharing buys.
 
-With (a) it times the floor of an append (tools/floors.py): the work an append
-must add to raw LMDB's puts (the encoding and validating decode, the header,
-two SHA-256), alone in a loop over the same events; ``append_batch_floor_ratio``
-= raw / (raw + floor) is the best ``append_batch_ratio`` the run allows.
+With (a) it times the floor of an append over the same events (tools/floors.py);
+``append_batch_floor_ratio`` is the best ``append_batch_ratio`` the run allows.
 
 The two sides are interleaved: memlog appends a block (one 10k transaction for
 (a), 100 single appends for (b)), the block is read back through the public API
@@ -450,9 +448,8 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "transaction sizes; (c) two-cursor scan of headers + payloads, no decode, and the",
         "same scan with msgspec decode of each header and payload (raw_scan_decode_eps);",
         "(d) raw LMDB's single appends of (b): one commit per append, which threads cannot share.",
-        f"floor of (a): {r['append_floor_us']} us an event of what an append must add to raw LMDB",
-        "(encoding, validating decode, header, two SHA-256; tools/floors.py); raw / (raw + floor)",
-        f"= {r['append_batch_floor_ratio']} is the best append_batch_ratio this run allows.",
+        f"(a)'s floor (tools/floors.py): {r['append_floor_us']} us an event beyond raw LMDB, so at best "
+        f"{r['append_batch_floor_ratio']}x.",
         f"ratio of each paired run: batched {r['append_batch_ratio_runs']}, "
         f"single {r['append_single_ratio_runs']}",
     ]
