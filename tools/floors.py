@@ -66,9 +66,11 @@ def views_write_floor(views: Path, scratch: Path) -> tuple[float, int]:
             for name in names:
                 for chunk in _chunks(src, src.open_db(name, create=False)):
                     started = time.perf_counter()
-                    txn.cursor(db=dbs[name]).putmulti(chunk, append=True)
+                    _, added = txn.cursor(db=dbs[name]).putmulti(chunk, append=True)
                     seconds += time.perf_counter() - started
-                    records += len(chunk)
+                    if added != len(chunk):
+                        raise RuntimeError(f"{name!r}: {added} of {len(chunk)} records written")
+                    records += added
             started = time.perf_counter()
             txn.commit()
             dst.sync(True)

@@ -21,8 +21,9 @@ partitions rewritten (the needles then include the deleted texts' vectors:
 
 A large scan (:data:`PARALLEL_FROM` bytes or more) reads about half of its
 bytes in a child process (:mod:`.scanner`) while this process reads the
-rest; a child that cannot start or fails leaves its files to this process,
-so a scan never reads less than it would alone.
+rest. A child that cannot start, fails, answers anything but a count for
+each of its files or outlives its deadline leaves all its files to this
+process, and a file it read nothing of (but that holds bytes) is read here.
 """
 
 
@@ -32,9 +33,9 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from eventstore.storage import is_lmdb_lock_file
 
@@ -44,6 +45,8 @@ from .scanner import Matcher, scan_files
 __all__ = ["PARALLEL_FROM", "Matcher", "purge_scope", "scan_needles", "scan_tree"]
 
 PARALLEL_FROM = 128 << 20  # bytes of files from which a scan shares them with a child process
+CHILD_SECONDS = 60.0  # a child's deadline: this, plus its bytes at the rate below
+CHILD_BYTES_PER_SECOND = 20 << 20
 
 Found = list[tuple[str, int, int]]  # (path, hits, bytes read) of each file read
 
@@ -98,23 +101,31 @@ def _scan_shared(paths: list[str], needles: list[bytes], which: set[bytes]) -> F
     """Every file of ``paths`` read, a large set shared with a child (in path order)."""
     matcher = Matcher(needles)
     sizes = {path: _size(path) for path in paths}
-    if not matcher or len(paths) < 2 or sum(sizes.values()) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+    if not matcher or len(paths) < 2 or sum(sizes.values()) < PARALLEL_FROM or _cpus() < 2:
         return scan_files(paths, matcher, which)
     mine, theirs = _halves(paths, sizes)
-    child = _start_child(needles, theirs)
+    child = _Child.start(needles, theirs, sum(sizes[p] for p in theirs))
     try:
         results = scan_files(mine, matcher, which)
-        got = None if child is None else _child_results(child)
+        done, found = (None, set()) if child is None else child.results(needles, len(theirs))
     finally:
-        if child is not None and child.poll() is None:
-            child.kill()
-            child.wait()
-    if got is None:  # the child did not do its part: this process does
-        results += scan_files(theirs, matcher, which)
-    else:
-        results += got[0]
-        which |= got[1]
-    return sorted(results)
+        if child is not None:
+            child.stop()
+    which |= found
+    again = []  # the child's files it did not read (or all, when it failed): read here
+    for k, path in enumerate(theirs):
+        if done is not None and (done[k][1] or not sizes[path]):
+            results.append((path, *done[k]))
+        else:
+            again.append(path)
+    return sorted(results + scan_files(again, matcher, which))
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _size(path: str) -> int:
@@ -135,42 +146,66 @@ def _halves(paths: Sequence[str], sizes: dict[str, int]) -> tuple[list[str], lis
     return halves
 
 
-def _start_child(needles: list[bytes], paths: list[str]) -> subprocess.Popen[bytes] | None:
-    """A child scanning ``paths`` (:mod:`.scanner`), given its work; None when it cannot start."""
-    if not sys.executable:
-        return None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_CRASH")}  # no failpoints
-    try:
-        child = subprocess.Popen([sys.executable, "-P", "-S", scanner.__file__], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    except OSError:
-        return None
-    assert child.stdin is not None
-    try:
-        with child.stdin:
-            child.stdin.write(pickle.dumps((needles, paths), protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        child.kill()
-        child.wait()
-        return None
-    return child
+class _Child:
+    """A child process scanning some files (:mod:`.scanner`): its work goes
+    in and its answer comes out through pipes, on a thread of this process,
+    within a deadline; any failure gives no answer (the caller reads those files)."""
 
+    def __init__(self, proc: subprocess.Popen[bytes], work: bytes, deadline: float) -> None:
+        self.proc = proc
+        self.out: bytes | None = None
+        self._thread = threading.Thread(target=self._talk, args=(work, deadline), daemon=True,
+                                        name="memlog-scan")
+        self._thread.start()
 
-def _child_results(child: subprocess.Popen[bytes]) -> tuple[Found, set[bytes]] | None:
-    """What the child found, or None when it failed in any way."""
-    assert child.stdout is not None
-    try:
-        with child.stdout:
-            out = child.stdout.read()
-        if child.wait() != 0:
+    @classmethod
+    def start(cls, needles: list[bytes], paths: list[str], size: int) -> _Child | None:
+        """The child for ``paths`` (``size`` bytes), or None when none can run here."""
+        if not sys.executable or getattr(sys, "frozen", False) or not os.path.isfile(scanner.__file__):
             return None
-        results, which = pickle.loads(out)
-    except Exception:  # a broken child: its files are read here
-        return None
-    return _checked(results, which)
+        work = pickle.dumps((needles, [os.fsencode(p) for p in paths]), protocol=pickle.HIGHEST_PROTOCOL)
+        try:  # -I: no PYTHON* variables, no user site, not the working directory; -S: no site packages
+            proc = subprocess.Popen([sys.executable, "-I", "-S", scanner.__file__], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            return None
+        try:
+            return cls(proc, work, CHILD_SECONDS + size / CHILD_BYTES_PER_SECOND)
+        except RuntimeError:  # no thread could start
+            proc.kill()
+            proc.wait()
+            return None
+
+    def _talk(self, work: bytes, deadline: float) -> None:
+        try:
+            out, _ = self.proc.communicate(work, timeout=deadline)
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            return
+        if self.proc.returncode == 0:
+            self.out = out
+
+    def results(self, needles: list[bytes], files: int) -> tuple[list[tuple[int, int]] | None, set[bytes]]:
+        """(hits, bytes read) of each of its ``files`` in order, and the needles
+        it found; (None, no needles) when it failed, timed out or answered
+        anything else."""
+        self._thread.join()
+        try:
+            done, found = pickle.loads(self.out) if self.out is not None else (None, None)
+        except Exception:  # a broken answer: its files are read here
+            return None, set()
+        if isinstance(done, list) and len(done) == files and all(map(_counts, done)) \
+                and isinstance(found, set) and found <= set(needles):
+            return done, found
+        return None, set()
+
+    def stop(self) -> None:
+        """Make sure the child is gone (killed if still running) and reaped."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._thread.join()
+        self.proc.wait()
 
 
-def _checked(results: Any, which: Any) -> tuple[Found, set[bytes]] | None:
-    if not isinstance(results, list) or not isinstance(which, set):
-        return None
-    return results, which
+def _counts(value: object) -> bool:
+    """Whether ``value`` is a (hits, bytes read) pair."""
+    return isinstance(value, tuple) and len(value) == 2 and all(type(n) is int and n >= 0 for n in value)

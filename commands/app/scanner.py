@@ -84,7 +84,7 @@ class Matcher:
         return hits
 
 
-def scan_file(path: str, matcher: Matcher, which: set[bytes]) -> tuple[int, int]:
+def scan_file(path: str | bytes, matcher: Matcher, which: set[bytes]) -> tuple[int, int]:
     """(hits, bytes read). Large files are mapped, not copied; LMDB and Tantivy
     files never shrink in place (a purge swaps in a new file), so the map stays valid."""
     try:
@@ -107,11 +107,13 @@ def scan_files(paths: Sequence[str], matcher: Matcher, which: set[bytes]) -> lis
 
 
 def _child() -> None:
-    """The child's side: ``(needles, paths)`` pickled on stdin, ``(results,
-    needles found)`` pickled on stdout."""
+    """The child's side: ``(needles, paths as bytes)`` pickled on stdin (bytes:
+    the file names whatever this interpreter's encoding), ``((hits, bytes read)
+    of each path in order, needles found)`` pickled on stdout."""
     needles, paths = pickle.load(sys.stdin.buffer)
     which: set[bytes] = set()
-    results = scan_files(paths, Matcher(needles), which)
+    matcher = Matcher(needles)
+    results = [scan_file(path, matcher, which) for path in paths]
     pickle.dump((results, which), sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
     sys.stdout.buffer.flush()
 

@@ -73,54 +73,77 @@ def test_the_matcher_reads_a_mapped_file_as_bytes(tmp_path: Path) -> None:
     assert found == {"big": 7} and scanned > 2 << 20 and which == {long, b"short!", long[:100]}
 
 
-def _tree(root: Path) -> list[bytes]:
-    """Files of several sizes, some holding needles; returns the needles."""
+def _tree(root: Path, many: bool = False) -> list[bytes]:
+    """Files of several sizes (one mapped: over 1 MiB), some holding needles;
+    returns the needles (with ``many``, enough for the sampling matcher)."""
     needles = [b"first deleted text " * 3, b"second deleted text " * 3, b"never written " * 3]
+    if many:
+        needles += [b"more deleted text %d " % n * 4 for n in range(8)]
     for n in range(9):
-        body = bytearray(b"." * (n * 40_000 + 1_000))
+        body = bytearray(b"." * ((3 << 20) if n == 8 else n * 40_000 + 1_000))
         if n % 3 == 0:
             body[n * 100 : n * 100 + len(needles[0])] = needles[0]
-        if n == 4:
+        if n in (4, 8):
             body[-len(needles[1]) :] = needles[1]
+        if many and n == 5:
+            body[7 : 7 + len(needles[5])] = needles[5]
         (root / f"d{n % 2}").mkdir(exist_ok=True)
         (root / f"d{n % 2}" / f"f{n}").write_bytes(bytes(body))
     return needles
 
 
-def test_a_scan_shared_with_a_child_finds_what_one_process_finds(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large scan gives about half of its files to a child; the files found,
-    the hits, the bytes read and the needles found are the same."""
-    needles = _tree(tmp_path)
-    alone = scan_needles(tmp_path, needles)
-    started: list[int] = []
-    real = scan._start_child
-
-    def start(needles: list[bytes], paths: list[str]) -> Any:
-        started.append(len(paths))
-        return real(needles, paths)
-
+def _shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scan shares its files with a child, whatever this machine's size."""
     monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
-    monkeypatch.setattr(scan, "_start_child", start)
+    monkeypatch.setattr(scan, "_cpus", lambda: 2)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["few needles", "sampled"])
+def test_a_scan_shared_with_a_child_finds_what_one_process_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, many: bool) -> None:
+    """A large scan gives about half of its files to a child, which answers;
+    the files found, the hits, the bytes read and the needles found are the same."""
+    needles = _tree(tmp_path, many)
+    alone = scan_needles(tmp_path, needles)
+    answers: list[Any] = []
+    real = scan._Child.results
+
+    def results(self: Any, needles: list[bytes], files: int) -> Any:
+        answers.append(real(self, needles, files))
+        return answers[-1]
+
+    _shared(monkeypatch)
+    monkeypatch.setattr(scan._Child, "results", results)
     shared = scan_needles(tmp_path, needles)
-    assert started and 0 < started[0] < 9
-    assert shared == alone and alone[0] and alone[2] == set(needles[:2])
+    assert answers and answers[0][0] is not None and 0 < len(answers[0][0]) < 9  # the child did its part
+    assert shared == alone and len(alone[0]) == 5 + many and alone[1] > 3 << 20
+    assert alone[2] == set(needles[:2]) | ({needles[5]} if many else set())
 
 
-@pytest.mark.parametrize("how", ["no start", "exits 1", "bad output"])
+_FAKES = {
+    "exits 1": "import sys; sys.stdin.buffer.read(); sys.exit(1)",
+    "bad output": "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'not a pickle')",
+    "hangs": "import sys, time; sys.stdin.buffer.read(); time.sleep(60)",
+    "reads nothing": ("import pickle, sys; needles, paths = pickle.load(sys.stdin.buffer); "
+                      "pickle.dump(([(0, 0)] * len(paths), set()), sys.stdout.buffer)"),
+}
+
+
+@pytest.mark.parametrize("how", ["no start", *_FAKES])
 def test_a_failed_child_leaves_its_files_to_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          how: str) -> None:
-    """Whatever goes wrong with the child, every file is still read."""
+    """Whatever goes wrong with the child (it cannot start, fails, answers
+    nonsense, outlives its deadline, or could not read its files), every file
+    is still read."""
     root = tmp_path / "tree"
     root.mkdir()
     needles = _tree(root)
     alone = scan_needles(root, needles)
-    monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
+    _shared(monkeypatch)
+    monkeypatch.setattr(scan, "CHILD_SECONDS", 2.0)
     if how == "no start":
         monkeypatch.setattr(scan.sys, "executable", "")
     else:
-        code = "import sys; sys.stdin.buffer.read(); " + (
-            "sys.exit(1)" if how == "exits 1" else "sys.stdout.buffer.write(b'not a pickle')")
-        (tmp_path / "fake_scanner.py").write_text(code)
+        (tmp_path / "fake_scanner.py").write_text(_FAKES[how])
         monkeypatch.setattr(scan.scanner, "__file__", str(tmp_path / "fake_scanner.py"))
     assert scan_needles(root, needles) == alone
