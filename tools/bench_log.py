@@ -19,10 +19,10 @@ In one run it measures, each against py-lmdb used directly in the same run:
     raw LMDB scans the headers and payloads databases with cursors, no decode;
 (d) concurrent single appends: the appends of (b) by 4 threads at once
     (``--threads``; thread t takes every t-th), which share commits (group
-    commit); the anchor is raw
-    LMDB's single appends of (b) in the same run: with one commit per append
-    raw LMDB cannot go faster with more threads (its writer lock serialises the
-    commits), so (d)'s ratio says how much the sharing buys.
+    commit); the anchor is raw LMDB's single appends of (b) in the same run:
+    with one commit per append raw LMDB cannot go faster with more threads (its
+    writer lock serialises the commits), so (d)'s ratio says how much the
+    sharing buys.
 
 With (a) it times the floor of an append over the same events (tools/floors.py);
 ``append_batch_floor_ratio`` is the best ``append_batch_ratio`` the run allows.
@@ -495,10 +495,9 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     floor = min(append_floor(events) for _ in range(args.repeats))
     n_single = min(args.events, SINGLE_MAX)
     log(f"(b) single appends, {n_single:,} commits")
-    single = measure_appends(base, make_plan(events[:n_single], 1), "single", SINGLE_BLOCK,
-                             args.repeats, keep=False)
-    log(f"(d) single appends by {args.threads} threads at once, {n_single:,} appends")
     plan = make_plan(events[:n_single], 1)
+    single = measure_appends(base, plan, "single", SINGLE_BLOCK, args.repeats, keep=False)
+    log(f"(d) single appends by {args.threads} threads at once, {n_single:,} appends")
     concurrent = [concurrent_run(base / f"concurrent-{k}", plan, args.threads) for k in range(args.repeats)]
     log("(c) full read with decode")
     read = measure_read(base, "batch", args.events, args.repeats)
