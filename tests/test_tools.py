@@ -21,7 +21,7 @@ CASES = [
      ["replay_views_eps", "raw_scan_decode_eps", "rebuild_all_docs_per_s", "raw_tantivy_docs_per_s",
       "rebuild_ratio", "search_p50_ms", "search_p99_ms", "raw_tantivy_p50_ms", "fts5_p50_ms", "events",
       "small_store_search_p50_ms", "replay_ratio", "replay_peak_rss_mb", "raw_views_write_s",
-      "replay_floor_ratio"]),
+      "replay_floor_ratio", "rebuild_floor_ratio", "raw_tantivy_cpu_s"]),
     ("bench_api.py", ["--events", "1000", "--repeats", "1"],
      ["api_single_eps", "log_single_eps", "api_batch_eps", "log_batch_eps", "facade_search_p50_ms",
       "projection_search_p50_ms"]),

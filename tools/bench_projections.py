@@ -44,6 +44,11 @@ words, six kinds, 200 sessions) and measures, in one run:
     (a) also times raw LMDB writing the records the replay left (``raw_views_write_s``,
     tools/floors.py): ``replay_floor_ratio`` = anchor / (anchor + that write) is the
     ratio of a replay that spent nothing between reading the log and writing.
+    (b) also times raw Tantivy's CPU (``raw_tantivy_cpu_s``, its threads included):
+    a rebuild reads the log, writes the views' records and indexes, so it takes at
+    least ``rebuild_floor_s``, those three parts' CPU over the cores (never less than
+    raw Tantivy's own time), and ``rebuild_floor_ratio`` = raw Tantivy's time / that
+    floor bounds ``rebuild_ratio`` (tools/floors.py).
 
 The projection's shard count is fitted to the store as memlog does (one per
 32,768 events, a power of two, at most 32; ``--shards N`` fixes it). Raw
@@ -97,7 +102,7 @@ from projections import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
 from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
-from floors import views_write_floor
+from floors import rebuild_floor, views_write_floor
 from projections_report import table
 from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
 from replay_rss import measure as measure_memory
@@ -165,6 +170,7 @@ class Pair:
     complete: bool = True
     detail: dict[str, int] = field(default_factory=dict)
     floor: list[float] = field(default_factory=list)  # (a): raw LMDB writing the views' records
+    raw_cpu: list[float] = field(default_factory=list)  # (b): raw Tantivy's CPU seconds, all threads
 
     def rates(self) -> tuple[float, float]:
         """Per-second rates of the best runs: (memlog, anchor)."""
@@ -219,7 +225,9 @@ def measure_rebuild(base: Path, elog: EventLog, raw: RawCorpus, schema: Any, sha
         pair.ours.append(time.perf_counter() - started)
         raw_dir = base / f"raw-tantivy-{rep}"
         os.sync()
-        pair.raw.append(raw_tantivy_build(raw_dir, schema, raw.docs))
+        seconds, cpu = raw_tantivy_build(raw_dir, schema, raw.docs)
+        pair.raw.append(seconds)
+        pair.raw_cpu.append(cpu)
         with proj.read() as views:
             counters = views.counters()
         pair.detail = {"rebuild_views_entries": counters.get("entries", 0),
@@ -341,6 +349,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
     raw50, raw99 = percentile(lat.raw, 50) * ms, percentile(lat.raw, 99) * ms
     f50, f99 = percentile(lat.fts5, 50) * ms, percentile(lat.fts5, 99) * ms
     entries = len(raw.rows)
+    best = rebuild.raw.index(min(rebuild.raw))
+    floor_s = rebuild_floor(rebuild.raw[best], rebuild.raw_cpu[best], min(views.raw), min(views.floor))
     out: dict[str, Any] = {
         "events": head, "entries": entries, "shards": shards, "queries": len(lat.memlog),
         "shards_rule": "fixed" if args.shards else "fitted (1 per 32,768 events, power of two, <= 32)",
@@ -353,6 +363,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "views_presized": not args.no_presize, "views_complete": views.complete, **views.detail,
         "rebuild_all_docs_per_s": round(r_ours), "raw_tantivy_docs_per_s": round(r_raw),
         "rebuild_ratio": round(r_ours / r_raw, 3),
+        "raw_tantivy_cpu_s": round(rebuild.raw_cpu[best], 3), "rebuild_floor_s": round(floor_s, 3),
+        "rebuild_floor_ratio": round(rebuild.raw[best] / floor_s, 3),
         "rebuild_complete": rebuild.complete, **rebuild.detail,
         "raw_doc_build_s": round(raw.build_s, 3),
         "raw_tantivy_incl_doc_build_docs_per_s": round(entries / (min(rebuild.raw) + raw.build_s)),

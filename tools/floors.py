@@ -13,6 +13,14 @@ could cost, measured in the same run as their raw anchors.
   header's encoding, the commitment's and the chain's SHA-256. Raw LMDB writes
   bytes prepared off its clock, so ``raw / (raw + floor)`` bounds the batched
   append's ratio.
+- :func:`rebuild_floor`: the least wall time of a full rebuild with search. It
+  must read and decode the log (the replay's anchor), write the views' records
+  (:func:`views_write_floor`) and index every document (raw Tantivy's CPU, its
+  threads included, with the documents made off its clock); on ``cpus`` cores
+  that CPU takes at least its sum over the cores, and never less than raw
+  Tantivy's own wall time. Making the documents and the vectors is left out,
+  so the bound it sets on ``rebuild_ratio`` (raw Tantivy's time / the floor) is
+  generous.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import msgspec
 
 from eventstore import Event
 
-__all__ = ["append_floor", "views_write_floor"]
+__all__ = ["append_floor", "cpus", "rebuild_floor", "views_write_floor"]
 
 CHUNK = 100_000  # records read (off the clock) and written per putmulti
 
@@ -106,3 +114,16 @@ def append_floor(events: Sequence[Event], stream: str = "bench") -> float:
         commitment = sha256(salts[32 * n : 32 * n + 32] + data).digest()
         link = sha256(link + header + commitment).digest()
     return time.perf_counter() - started
+
+
+def cpus() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def rebuild_floor(raw_s: float, raw_cpu_s: float, scan_s: float, views_write_s: float,
+                  cores: int | None = None) -> float:
+    """Seconds a full rebuild takes at least (see the module doc): raw Tantivy's
+    CPU, the log's scan + decode and the views' write over the cores, and never
+    less than raw Tantivy's wall time ``raw_s``."""
+    return max(raw_s, (raw_cpu_s + scan_s + views_write_s) / (cores or cpus()))

@@ -81,6 +81,10 @@ def _notes(r: dict[str, Any]) -> list[str]:
     notes.append(f"views replay floor: raw LMDB writes the {r['views_records']:,} records the replay left in "
                  f"{r['raw_views_write_s']:.3f} s; scan + decode plus that write would give "
                  f"{r['replay_floor_ratio']:.3f}x (tools/floors.py).")
+    notes.append(f"rebuild floor: raw Tantivy used {r['raw_tantivy_cpu_s']:.3f} CPU-s (its threads "
+                 f"included); with the scan + decode and the views' write, over the cores, a rebuild "
+                 f"takes at least {r['rebuild_floor_s']:.3f} s: {r['rebuild_floor_ratio']:.3f}x at most "
+                 f"(tools/floors.py).")
     if r["views_presized"]:
         notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")
     if not r["views_complete"]:

@@ -46,9 +46,12 @@ def build_raw_corpus(elog: EventLog) -> RawCorpus:
     return out
 
 
-def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> float:
-    """Index ``docs`` with one writer (default heap and threads), commit; seconds."""
+def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> tuple[float, float]:
+    """Index ``docs`` with one writer (default heap and threads), commit; the
+    seconds, and the CPU seconds of this process meanwhile (Tantivy's indexing
+    threads included)."""
     path.mkdir(mode=0o700)
+    cpu = time.process_time()
     started = time.perf_counter()
     index = tantivy.Index(schema, path=str(path))
     writer = index.writer()
@@ -56,7 +59,7 @@ def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> float:
         writer.add_document(doc)
     writer.commit()
     writer.wait_merging_threads()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def fts5_build(path: Path, rows: Sequence[tuple[int, str]]) -> tuple[sqlite3.Connection, float]:
