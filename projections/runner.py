@@ -423,8 +423,9 @@ class Projections(ProjectionDir):
             fresh.search_index = SearchIndex(root / "search", fresh.shard_count)
             if self.embedder is not None:
                 fresh.vectors = VectorIndex(root / "vectors", self.embedder)
-            fresh._catch_up_views(head, progress)
-            fresh._catch_up_search_beside_vectors(head, progress)
+            with fresh._vector_worker(head):
+                fresh._catch_up_views(head, progress)
+                fresh._catch_up_search(head, progress)
             fresh._catch_up_vectors(head, progress)
             fresh.views.shared.env.sync(True)
         finally:
@@ -432,17 +433,19 @@ class Projections(ProjectionDir):
         self._swap_to(target)
         return head
 
-    def _catch_up_search_beside_vectors(self, head: int, progress: Progress | None) -> None:
-        """A replay's search pass; the vectors it feeds are embedded and written
-        by a worker process on the other core (the shipped model, from
-        ``VECTOR_WORKER_EVENTS`` events), and are complete when this returns."""
+    @contextlib.contextmanager
+    def _vector_worker(self, head: int) -> Iterator[None]:
+        """A replay's vectors embedded and written by a worker process on the
+        other core (the shipped model, from ``VECTOR_WORKER_EVENTS`` events):
+        it embeds ahead from a local log while the views are built, and takes
+        the search pass's operations; they are complete when the block ends."""
         vectors = self.vectors
         if vectors is None or head < VECTOR_WORKER_EVENTS or self.embedder is not default_embedder():
-            self._catch_up_search(head, progress)
+            yield
             return
-        vectors.start_worker()
+        vectors.start_worker(self.log.local_path, head)
         try:
-            self._catch_up_search(head, progress)
+            yield
         except BaseException:
             vectors.stop_worker(ok=False)
             raise

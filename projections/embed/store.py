@@ -47,23 +47,22 @@ from __future__ import annotations
 import contextlib
 import pickle
 import struct
-import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eventstore import StorageError
+from eventstore import EventLog, StorageError
 from eventstore.storage import SharedEnv, crashpoint, open_shared_env, release_shared_env
 
-from .._child import child_argv, child_env
 from .parts import Partitions, Row
 from .protocol import Embedder
+from .worker import Ahead, VectorWorker, read_frame, waiting
 
 if TYPE_CHECKING:
     from .cache import MatrixCache
 
-__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "VectorWorker", "purge_without_model"]
+__all__ = ["VECTOR_DBS", "VectorIndex", "VectorOp", "purge_without_model", "worker_main"]
 
 VECTOR_DBS = (b"changes", b"meta")
 _U64 = struct.Struct(">Q")
@@ -158,11 +157,13 @@ class VectorIndex:
 
     # -- applying ---------------------------------------------------------------
 
-    def start_worker(self) -> None:
-        """Hand the next :meth:`apply` calls to a :class:`VectorWorker` (the
-        shipped model only): a replay embeds on the other core while this
-        process indexes. :meth:`stop_worker` waits for it."""
-        self._worker = VectorWorker(self.path)
+    def start_worker(self, log: Path | None = None, last: int = 0) -> None:
+        """Hand the next :meth:`apply` calls to a :class:`~.worker.VectorWorker`
+        (the shipped model only): a replay embeds on the other core while this
+        process builds the views and the index; given the local ``log``, the
+        worker embeds its records after the checkpoint up to ``last`` ahead.
+        :meth:`stop_worker` waits for it."""
+        self._worker = VectorWorker(self.path, log, self.checkpoint(), last)
 
     def stop_worker(self, ok: bool = True) -> None:
         """Wait for the worker to apply what it was given (``ok``), or stop it
@@ -172,25 +173,32 @@ class VectorIndex:
             worker.close(ok)
             self._cache = None
 
-    def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
-        """Embed the added texts (one call), then apply ``ops`` in order: the
-        rows into their partitions, then the changes and the checkpoint
-        ``upto`` in one transaction (see the module doc). Ops at or below the
-        stored checkpoint are skipped. Returns the new checkpoint (with a
-        worker: ``upto``, which it will reach)."""
+    def apply(self, ops: Sequence[VectorOp], upto: int, ahead: Ahead | None = None) -> int:
+        """Embed the added texts (one call; those ``ahead`` embedded already are
+        taken from it), then apply ``ops`` in order: the rows into their
+        partitions, then the changes and the checkpoint ``upto`` in one
+        transaction (see the module doc). Ops at or below the stored checkpoint
+        are skipped. Returns the new checkpoint (with a worker: ``upto``, which
+        it will reach)."""
         if self._worker is not None:
-            return self._worker.apply(ops, upto)
+            return self._worker.apply(list(ops), upto)
         shared = self._env()
         with shared.operation():
             _finish_reset(shared, self.parts)
             done = self.checkpoint()
             todo = [op for op in ops if op[0] > done]
-            texts = [op[5] for op in todo if op[1] == "add"]
-            vectors = self.embedder.embed(texts) if texts else None
-            rows = iter(() if vectors is None else vectors.astype("<f2"))
+            rows = self._embedded([op for op in todo if op[1] == "add"], ahead)
             self.parts.write([_row(op, rows) for op in todo])
             crashpoint("vectors: partitions written, not the checkpoint")
             return shared.write(lambda txn: _commit(txn, shared.dbs, self.embedder.name, ops, done, upto))
+
+    def _embedded(self, adds: list[VectorOp], ahead: Ahead | None) -> Iterator[bytes]:
+        """The float16 rows of ``adds``' texts, in order: from ``ahead`` where it
+        has them, the others embedded in one call."""
+        known = [None if ahead is None else ahead.take(op[2], op[5]) for op in adds]
+        missing = [op[5] for op, row in zip(adds, known, strict=True) if row is None]
+        made = iter(self.embedder.embed(missing).astype("<f2") if missing else ())
+        return iter([row if row is not None else next(made).tobytes() for row in known])
 
     # -- searching ----------------------------------------------------------------
 
@@ -237,55 +245,32 @@ class VectorIndex:
         return (p for p in self.path.rglob("*") if p.is_file())
 
 
-class VectorWorker:
-    """A child Python process applying vector chunks in order
-    (``VectorIndex.apply`` with the shipped model). Chunks go pickled through
-    its stdin pipe, so the parent waits when the child is behind (the pipe is
-    the bound on what is in flight). A plain subprocess, not
-    :mod:`multiprocessing`: nothing of the parent's ``__main__`` runs again."""
-
-    def __init__(self, path: Path) -> None:
-        code = "from projections.embed.store import _worker_main; _worker_main()"
-        self._proc = subprocess.Popen(child_argv(code, str(path)), stdin=subprocess.PIPE, env=child_env(),
-                                      stdout=subprocess.DEVNULL)  # never into a caller's --json
-        assert self._proc.stdin is not None
-        self._pipe = self._proc.stdin
-
-    def apply(self, ops: Sequence[VectorOp], upto: int) -> int:
-        """Send one chunk (raises if the worker died)."""
-        try:
-            pickle.dump((list(ops), upto), self._pipe, protocol=pickle.HIGHEST_PROTOCOL)
-        except (BrokenPipeError, OSError):
-            raise StorageError(f"the vector worker stopped (exit code {self._proc.poll()})") from None
-        return upto
-
-    def close(self, ok: bool) -> None:
-        """Wait for the chunks sent (``ok``), else stop the worker now."""
-        if not ok:
-            self._proc.kill()
-        with contextlib.suppress(BrokenPipeError, OSError):
-            self._pipe.close()
-        code = self._proc.wait()
-        if ok and code != 0:
-            raise StorageError(f"the vector worker failed (exit code {code})")
-
-
-def _worker_main() -> None:
-    """The worker's main: apply each chunk read from stdin until it closes."""
+def worker_main() -> None:
+    """A :class:`~.worker.VectorWorker`'s main: apply each chunk read from
+    stdin until it closes; while none waits, embed ahead from the log when
+    given one (see :mod:`.worker`)."""
     from . import default_embedder
 
     embedder = default_embedder()
     assert embedder is not None
-    vectors = VectorIndex(Path(sys.argv[1]), embedder)
-    try:
+    path = Path(sys.argv[1])
+    vectors = VectorIndex(path, embedder)
+    with contextlib.ExitStack() as stack:
+        stack.callback(vectors.close)
+        ahead = None
+        if len(sys.argv) == 5 and (Path(sys.argv[2]) / "generation").is_file():  # never create a log
+            log = stack.enter_context(EventLog.open(sys.argv[2]))
+            ahead = Ahead(log, int(sys.argv[3]), int(sys.argv[4]), embedder)
+        fd = sys.stdin.fileno()
         while True:
-            try:
-                ops, upto = pickle.load(sys.stdin.buffer)
-            except EOFError:
+            if ahead is not None and not ahead.done and not ahead.full and not waiting(fd):
+                ahead.step()
+                continue
+            frame = read_frame(fd)
+            if frame is None:
                 return
-            vectors.apply(ops, upto)
-    finally:
-        vectors.close()
+            ops, upto = pickle.loads(frame)
+            vectors.apply(ops, upto, ahead)
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:
@@ -302,12 +287,12 @@ def purge_without_model(path: Path, timeout: float) -> list[str]:
         release_shared_env(shared)
 
 
-def _row(op: VectorOp, vectors: Any) -> Row:
+def _row(op: VectorOp, vectors: Iterator[bytes]) -> Row:
     """The partition row of one op (``vectors``: the added texts' rows, in order)."""
     _, kind, rseq, lo, hi, _ = op
     if kind != "add":
         return (rseq, None)
-    return (rseq, _HEAD.pack(lo, hi) + next(vectors).tobytes())
+    return (rseq, _HEAD.pack(lo, hi) + next(vectors))
 
 
 def _commit(txn: Any, dbs: dict[bytes, Any], model: str, ops: Sequence[VectorOp], done: int,

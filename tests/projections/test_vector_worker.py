@@ -34,7 +34,7 @@ def _replay_dump(root: Path, log: EventLog, worker: bool) -> dict[str, Any]:
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runner, "VECTOR_WORKER_EVENTS", 0 if worker else 1 << 62)
-            patch.setattr(VectorIndex, "start_worker", lambda self: started.append(1) or start(self))
+            patch.setattr(VectorIndex, "start_worker", lambda self, *a: started.append(1) or start(self, *a))
             proj.replay()
         assert len(started) == int(worker)
         proj.catch_up(search=True)
