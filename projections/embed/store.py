@@ -257,20 +257,34 @@ def worker_main() -> None:
     vectors = VectorIndex(path, embedder)
     with contextlib.ExitStack() as stack:
         stack.callback(vectors.close)
-        ahead = None
-        if len(sys.argv) == 5 and (Path(sys.argv[2]) / "generation").is_file():  # never create a log
-            log = stack.enter_context(EventLog.open(sys.argv[2]))
-            ahead = Ahead(log, int(sys.argv[3]), int(sys.argv[4]), embedder)
+        ahead = _ahead(stack, embedder) if len(sys.argv) == 5 else None
         fd = sys.stdin.fileno()
         while True:
             if ahead is not None and not ahead.done and not ahead.full and not waiting(fd):
-                ahead.step()
+                try:
+                    ahead.step()
+                except Exception:  # e.g. a damaged record: the parent reads it too, and says so
+                    ahead = None  # what was embedded ahead is let go; the rest is embedded as asked
                 continue
             frame = read_frame(fd)
             if frame is None:
                 return
             ops, upto = pickle.loads(frame)
             vectors.apply(ops, upto, ahead)
+
+
+def _ahead(stack: contextlib.ExitStack[Any], embedder: Embedder) -> Ahead | None:
+    """The worker's rows embedded ahead from the log named in ``sys.argv``
+    (closed with ``stack``), or None when it cannot be read: ahead is only a
+    head start, so the worker then embeds what it is sent, as before."""
+    log_path = Path(sys.argv[2])
+    if not (log_path / "generation").is_file():
+        return None  # never create a log
+    try:
+        log = stack.enter_context(EventLog.open(log_path))
+    except Exception:
+        return None
+    return Ahead(log, int(sys.argv[3]), int(sys.argv[4]), embedder)
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:

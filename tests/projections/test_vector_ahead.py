@@ -169,9 +169,13 @@ def test_frames_cross_a_pipe(tmp_path: Path) -> None:
             os.close(write_fd)
 
 
-def test_worker_main_embeds_ahead_then_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("fails", [False, True])
+def test_worker_main_embeds_ahead_then_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               fails: bool) -> None:
     """The worker's main, in this process: it embeds every record ahead (no
-    chunk is seen waiting until then), then applies the chunks from them."""
+    chunk is seen waiting until then), then applies the chunks from them; when
+    embedding ahead fails (``fails``: at its second step), it applies them all
+    the same."""
     log, proj = _history(tmp_path)
     try:
         embedder = default_embedder()
@@ -185,14 +189,22 @@ def test_worker_main_embeds_ahead_then_applies(tmp_path: Path, monkeypatch: pyte
         os.close(write_fd)
         steps: list[int] = []
         step = worker.Ahead.step
-        monkeypatch.setattr(worker.Ahead, "step", lambda self: steps.append(1) or step(self))
+        monkeypatch.setattr(worker, "AHEAD_STEP", 4)
+
+        def counted(self: worker.Ahead) -> None:
+            steps.append(1)
+            if fails and len(steps) == 2:
+                raise OSError("a damaged record")
+            step(self)
+
+        monkeypatch.setattr(worker.Ahead, "step", counted)
         monkeypatch.setattr(store, "waiting", lambda fd: False)
         monkeypatch.setattr(sys, "argv", ["-c", str(tmp_path / "vectors"), str(tmp_path / "log"), "0",
                                           str(head)])
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.FileIO(read_fd, "rb")))
         log.close()  # the worker opens the log itself
         store.worker_main()
-        assert steps
+        assert len(steps) == 2 if fails else len(steps) > 2
         done = VectorIndex(tmp_path / "vectors", embedder)
         try:
             assert done.dump() == expected.dump()

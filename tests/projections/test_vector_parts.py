@@ -101,7 +101,8 @@ def test_partitions_ahead_of_the_checkpoint_apply_again_to_the_same_rows(tmp_pat
         clean.apply(ops[:6], 6)
         clean.apply(ops[6:], 13)
         crashed.apply(ops[:6], 6)
-        vectors = iter(crashed.embedder.embed([op[5] for op in ops if op[1] == "add"]).astype("<f2"))
+        vectors = (row.tobytes() for row in
+                   crashed.embedder.embed([op[5] for op in ops if op[1] == "add"]).astype("<f2"))
         from projections.embed.store import _row
 
         crashed.parts.write([_row(op, vectors) for op in ops])  # every row, the checkpoint still 6
