@@ -435,10 +435,8 @@ class Projections(ProjectionDir):
 
     @contextlib.contextmanager
     def _vector_worker(self, head: int) -> Iterator[None]:
-        """A replay's vectors embedded and written by a worker process on the
-        other core (the shipped model, from ``VECTOR_WORKER_EVENTS`` events):
-        it embeds ahead from a local log while the views are built, and takes
-        the search pass's operations; they are complete when the block ends."""
+        """A replay's vectors made by a worker process on the other core (the shipped model, from
+        ``VECTOR_WORKER_EVENTS`` events; :mod:`.embed.worker`), complete when the block ends."""
         vectors = self.vectors
         if vectors is None or head < VECTOR_WORKER_EVENTS or self.embedder is not default_embedder():
             yield

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import signal
 import struct
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -251,20 +252,23 @@ def worker_main() -> None:
     given one (see :mod:`.worker`)."""
     from . import default_embedder
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped: close the environments first
     embedder = default_embedder()
     assert embedder is not None
-    path = Path(sys.argv[1])
-    vectors = VectorIndex(path, embedder)
+    vectors = VectorIndex(Path(sys.argv[1]), embedder)
     with contextlib.ExitStack() as stack:
         stack.callback(vectors.close)
-        ahead = _ahead(stack, embedder) if len(sys.argv) == 5 else None
+        ahead = _ahead(embedder) if len(sys.argv) == 5 else None
+        if ahead is not None:
+            stack.callback(ahead.close)
         fd = sys.stdin.fileno()
         while True:
             if ahead is not None and not ahead.done and not ahead.full and not waiting(fd):
                 try:
                     ahead.step()
                 except Exception:  # e.g. a damaged record: the parent reads it too, and says so
-                    ahead = None  # what was embedded ahead is let go; the rest is embedded as asked
+                    ahead.close()
+                    ahead = None  # what was embedded ahead is let go; the rest is embedded as sent
                 continue
             frame = read_frame(fd)
             if frame is None:
@@ -273,18 +277,18 @@ def worker_main() -> None:
             vectors.apply(ops, upto, ahead)
 
 
-def _ahead(stack: contextlib.ExitStack[Any], embedder: Embedder) -> Ahead | None:
-    """The worker's rows embedded ahead from the log named in ``sys.argv``
-    (closed with ``stack``), or None when it cannot be read: ahead is only a
+def _ahead(embedder: Embedder) -> Ahead | None:
+    """The worker's rows embedded ahead from the log named in ``sys.argv`` (the
+    log is theirs to close), or None when it cannot be read: ahead is only a
     head start, so the worker then embeds what it is sent, as before."""
     log_path = Path(sys.argv[2])
     if not (log_path / "generation").is_file():
         return None  # never create a log
     try:
-        log = stack.enter_context(EventLog.open(log_path))
+        log = EventLog.open(log_path)
     except Exception:
         return None
-    return Ahead(log, int(sys.argv[3]), int(sys.argv[4]), embedder)
+    return Ahead(log, int(sys.argv[3]), int(sys.argv[4]), embedder, own=True)
 
 
 def purge_without_model(path: Path, timeout: float) -> list[str]:

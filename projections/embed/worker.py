@@ -44,10 +44,12 @@ from .._child import child_argv, child_env
 from ..search.index import searchable_text
 from .protocol import Embedder
 
-__all__ = ["AHEAD_MAX", "AHEAD_STEP", "Ahead", "VectorWorker", "digest", "read_frame", "waiting"]
+__all__ = ["AHEAD_MAX", "AHEAD_RECORDS", "AHEAD_STEP", "Ahead", "VectorWorker", "digest", "read_frame",
+           "waiting"]
 
-AHEAD_MAX = 48 << 20  # bytes of rows embedded ahead held at most (about 93,000 at 256 dimensions)
+AHEAD_MAX = 48 << 20  # bytes of rows embedded ahead held at most (95,325 at 256 dimensions)
 AHEAD_STEP = 256  # entries embedded ahead between looks at the pipe
+AHEAD_RECORDS = 4_096  # records read between looks at the pipe
 _LEN = struct.Struct(">Q")
 _DIGEST = 16
 
@@ -84,9 +86,14 @@ class VectorWorker:
         return upto
 
     def close(self, ok: bool) -> None:
-        """Wait for the chunks sent (``ok``), else stop the worker now."""
-        if not ok:
-            self._proc.kill()
+        """Wait for the chunks sent (``ok``), else stop the worker now (asked
+        first, so it closes the log and frees its LMDB reader slot)."""
+        if not ok and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
         with contextlib.suppress(BrokenPipeError, OSError):
             self._pipe.close()
         code = self._proc.wait()
@@ -127,21 +134,36 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
 class Ahead:
     """The rows embedded ahead (see the module doc): :meth:`step` embeds the
     next records' texts, :meth:`take` hands a row back once, in rseq order, and
-    lets go of the rows it passed."""
+    lets go of the rows it passed. ``own``: :meth:`close` (and the end of the
+    records) closes ``log``."""
 
-    def __init__(self, log: EventLog, after: int, last: int, embedder: Embedder) -> None:
+    def __init__(self, log: EventLog, after: int, last: int, embedder: Embedder, own: bool = False) -> None:
         self.embedder = embedder
         self.size = _DIGEST + 2 * embedder.dim  # a row: the text's digest, the float16 vector
         self.held = 0  # bytes of the rows held
         self.taken = 0  # rows handed back
+        self.passed = after  # the highest rseq asked for: nothing at or below it is embedded
         self._blocks: deque[tuple[array[int], bytes]] = deque()  # (rseqs, their rows), ascending
         self._at = 0  # the next row of the first block
-        self._records: Iterator[RecordedEvent] | None = (iter(log.read(after + 1, last)) if last > after
-                                                         else None)
+        self._log: EventLog | None = log
+        self._own, self._last = own, last
+        self._next = after + 1  # the seq the records are read from next
+        self._records: Iterator[RecordedEvent] | None = None
+        if last > after:
+            self._records = iter(log.read(after + 1, last))
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Read no more records (the log is closed when owned)."""
+        self._records = None
+        log, self._log = self._log, None
+        if log is not None and self._own:
+            log.close()
 
     @property
     def done(self) -> bool:
-        """Whether the log's records up to the last were all read."""
+        """Whether nothing more will be read from the log."""
         return self._records is None
 
     @property
@@ -151,18 +173,25 @@ class Ahead:
         return self.held >= AHEAD_MAX
 
     def step(self) -> None:
-        """Embed the texts of the next records (``AHEAD_STEP`` entries at most)."""
-        if self._records is None:
+        """Embed the texts of the next records past what was asked for
+        (``AHEAD_STEP`` entries, ``AHEAD_RECORDS`` records at most)."""
+        if self._records is None or self._log is None:
             return
+        if self.passed - self._next >= AHEAD_RECORDS:  # asked far past the reading: read on from there
+            if self.passed >= self._last:
+                self.close()
+                return
+            self._records, self._next = iter(self._log.read(self.passed + 1, self._last)), self.passed + 1
         seqs, texts = array("q"), []
-        for rec in self._records:
-            if isinstance(rec.event, EntryRecorded):
+        for n, rec in enumerate(self._records, 1):
+            self._next = rec.seq + 1
+            if rec.seq > self.passed and isinstance(rec.event, EntryRecorded):
                 seqs.append(rec.seq)
                 texts.append(searchable_text(rec.event))
-                if len(texts) == AHEAD_STEP:
-                    break
+            if len(texts) == AHEAD_STEP or n == AHEAD_RECORDS:
+                break
         else:
-            self._records = None  # the last record was read
+            self.close()  # the last record was read
         if texts:
             rows = self.embedder.embed(texts).astype("<f2")
             blob = b"".join(digest(t) + row.tobytes() for t, row in zip(texts, rows, strict=True))
@@ -172,6 +201,7 @@ class Ahead:
     def take(self, rseq: int, text: str) -> bytes | None:
         """The float16 row of ``text`` embedded ahead at ``rseq``, or None (not
         embedded ahead, another text, or taken already)."""
+        self.passed = max(self.passed, rseq)
         blocks = self._blocks
         while blocks:
             seqs, blob = blocks[0]

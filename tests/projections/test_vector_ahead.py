@@ -169,11 +169,47 @@ def test_frames_cross_a_pipe(tmp_path: Path) -> None:
             os.close(write_fd)
 
 
+def test_rows_ahead_skip_what_was_asked_for_already(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the search pass asked past the reading, nothing at or below what it
+    asked for is embedded; far past, the reading starts again from there."""
+    log, proj = _history(tmp_path)
+    try:
+        embedder = default_embedder()
+        assert embedder is not None
+        entries = _entries(log)
+        monkeypatch.setattr(worker, "AHEAD_STEP", 3)
+        monkeypatch.setattr(worker, "AHEAD_RECORDS", 4)
+        ahead = worker.Ahead(log, 0, log.head().seq, embedder)
+        assert ahead.take(entries[2][0], entries[2][1]) is None  # asked before it was embedded ahead
+        ahead.step()  # reads on from the start: the records it passed are not embedded
+        assert all(seq > entries[2][0] for seq in ahead._blocks[0][0]) if ahead._blocks else True
+        assert ahead.take(entries[15][0], entries[15][1]) is None
+        ahead.step()  # far past: reads from entries[15] on
+        assert ahead._blocks and ahead._blocks[-1][0][0] == entries[16][0]
+        row = ahead.take(entries[16][0], entries[16][1])
+        assert row == embedder.embed([entries[16][1]]).astype("<f2")[0].tobytes()
+    finally:
+        proj.close()
+        log.close()
+
+
+def _send(ops: list[Any], head: int, size: int) -> int:
+    """A pipe holding ``ops`` in frames of ``size`` ops, closed; its read end."""
+    read_fd, write_fd = os.pipe()
+    with open(write_fd, "wb") as pipe:
+        for start in range(0, len(ops), size):
+            upto = head if start + size >= len(ops) else ops[start + size - 1][0]
+            data = pickle.dumps((ops[start : start + size], upto))
+            pipe.write(struct.pack(">Q", len(data)) + data)
+    return read_fd
+
+
 @pytest.mark.parametrize("fails", [False, True])
-def test_worker_main_embeds_ahead_then_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               fails: bool) -> None:
-    """The worker's main, in this process: it embeds every record ahead (no
-    chunk is seen waiting until then), then applies the chunks from them; when
+def test_worker_main_embeds_ahead_between_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 fails: bool) -> None:
+    """The worker's main, in this process, with a chunk seen waiting every
+    third look: the chunks are applied from the rows embedded ahead between
+    them, and no row is embedded for what was asked for already; when
     embedding ahead fails (``fails``: at its second step), it applies them all
     the same."""
     log, proj = _history(tmp_path)
@@ -183,28 +219,37 @@ def test_worker_main_embeds_ahead_then_applies(tmp_path: Path, monkeypatch: pyte
         ops, head = _all_ops(log, proj), log.head().seq
         expected = VectorIndex(tmp_path / "expected", embedder)
         expected.apply(ops, head)
-        read_fd, write_fd = os.pipe()
-        data = pickle.dumps((ops, head))
-        os.write(write_fd, struct.pack(">Q", len(data)) + data)
-        os.close(write_fd)
-        steps: list[int] = []
+        looks = iter([False, False, True] * 1000)
+        monkeypatch.setattr(store, "waiting", lambda fd: next(looks))
+        monkeypatch.setattr(worker, "AHEAD_STEP", 2)
+        made: list[worker.Ahead | None] = []
+        steps: list[tuple[int, list[int]]] = []
         step = worker.Ahead.step
-        monkeypatch.setattr(worker, "AHEAD_STEP", 4)
 
         def counted(self: worker.Ahead) -> None:
-            steps.append(1)
-            if fails and len(steps) == 2:
+            if fails and steps:
                 raise OSError("a damaged record")
+            before = len(self._blocks)
             step(self)
+            steps.append((self.passed, [seq for block in list(self._blocks)[before:] for seq in block[0]]))
 
         monkeypatch.setattr(worker.Ahead, "step", counted)
-        monkeypatch.setattr(store, "waiting", lambda fd: False)
+        ahead_of = store._ahead
+
+        def kept(embedder: Any) -> worker.Ahead | None:
+            made.append(ahead_of(embedder))
+            return made[-1]
+
+        monkeypatch.setattr(store, "_ahead", kept)
         monkeypatch.setattr(sys, "argv", ["-c", str(tmp_path / "vectors"), str(tmp_path / "log"), "0",
                                           str(head)])
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.FileIO(read_fd, "rb")))
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.FileIO(_send(ops, head, 5), "rb")))
         log.close()  # the worker opens the log itself
         store.worker_main()
-        assert len(steps) == 2 if fails else len(steps) > 2
+        assert len(steps) == 1 if fails else len(steps) > 2
+        assert all(seq > passed for passed, seqs in steps for seq in seqs)
+        assert made[0] is not None and made[0].done  # and its log closed
+        assert made[0].taken == 0 if fails else made[0].taken > 0
         done = VectorIndex(tmp_path / "vectors", embedder)
         try:
             assert done.dump() == expected.dump()
