@@ -9,7 +9,7 @@ waited for the search pass.
 
 So the worker starts with the replay and, while no chunk waits on its pipe,
 reads the log itself and embeds the texts of the ``entry.recorded`` records
-ahead (:class:`Ahead`), up to ``AHEAD_MAX`` bytes of rows held in its memory
+ahead (:class:`Ahead`), up to about ``AHEAD_MAX`` bytes of rows in its memory
 (nothing ahead is written to a file). When the search pass asks for a
 vector, the worker takes it from what it embedded ahead if it embedded the
 same text for the same rseq (a 16-byte BLAKE2b digest of the text decides),
@@ -47,7 +47,7 @@ from .protocol import Embedder
 __all__ = ["AHEAD_MAX", "AHEAD_RECORDS", "AHEAD_STEP", "Ahead", "VectorWorker", "digest", "read_frame",
            "waiting"]
 
-AHEAD_MAX = 48 << 20  # bytes of rows embedded ahead held at most (95,325 at 256 dimensions)
+AHEAD_MAX = 48 << 20  # bytes of rows embedded ahead before the worker waits (95,325 at 256 dimensions)
 AHEAD_STEP = 256  # entries embedded ahead between looks at the pipe
 AHEAD_RECORDS = 4_096  # records read between looks at the pipe
 _LEN = struct.Struct(">Q")

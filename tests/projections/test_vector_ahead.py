@@ -221,6 +221,7 @@ def test_worker_main_embeds_ahead_between_chunks(tmp_path: Path, monkeypatch: py
         expected.apply(ops, head)
         looks = iter([False, False, True] * 1000)
         monkeypatch.setattr(store, "waiting", lambda fd: next(looks))
+        monkeypatch.setattr(store.signal, "signal", lambda *a: None)  # not pytest's SIGTERM
         monkeypatch.setattr(worker, "AHEAD_STEP", 2)
         made: list[worker.Ahead | None] = []
         steps: list[tuple[int, list[int]]] = []
