@@ -36,9 +36,10 @@ from typing import Any
 import lmdb
 import msgspec
 
+from commands.app.scan import usable_cpus
 from eventstore import Event
 
-__all__ = ["append_floor", "cpus", "rebuild_floor", "views_write_floor"]
+__all__ = ["append_floor", "rebuild_floor", "views_write_floor"]
 
 CHUNK = 100_000  # records read (off the clock) and written per putmulti
 
@@ -116,14 +117,9 @@ def append_floor(events: Sequence[Event], stream: str = "bench") -> float:
     return time.perf_counter() - started
 
 
-def cpus() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def rebuild_floor(raw_s: float, raw_cpu_s: float, scan_s: float, views_write_s: float,
                   cores: int | None = None) -> float:
     """Seconds a full rebuild takes at least (see the module doc): raw Tantivy's
     CPU, the log's scan + decode and the views' write over the cores, and never
     less than raw Tantivy's wall time ``raw_s``."""
-    return max(raw_s, (raw_cpu_s + scan_s + views_write_s) / (cores or cpus()))
+    return max(raw_s, (raw_cpu_s + scan_s + views_write_s) / (cores or usable_cpus()))

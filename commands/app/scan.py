@@ -26,7 +26,6 @@ each of its files or outlives its deadline leaves all its files to this
 process, and a file it read nothing of (but that holds bytes) is read here.
 """
 
-
 from __future__ import annotations
 
 import os
@@ -42,7 +41,7 @@ from eventstore.storage import is_lmdb_lock_file
 from . import scanner
 from .scanner import Matcher, scan_files
 
-__all__ = ["PARALLEL_FROM", "Matcher", "purge_scope", "scan_needles", "scan_tree"]
+__all__ = ["PARALLEL_FROM", "Matcher", "purge_scope", "scan_needles", "scan_tree", "usable_cpus"]
 
 PARALLEL_FROM = 128 << 20  # bytes of files from which a scan shares them with a child process
 CHILD_SECONDS = 60.0  # a child's deadline: this, plus its bytes at the rate below
@@ -101,7 +100,7 @@ def _scan_shared(paths: list[str], needles: list[bytes], which: set[bytes]) -> F
     """Every file of ``paths`` read, a large set shared with a child (in path order)."""
     matcher = Matcher(needles)
     sizes = {path: _size(path) for path in paths}
-    if not matcher or len(paths) < 2 or sum(sizes.values()) < PARALLEL_FROM or _cpus() < 2:
+    if not matcher or len(paths) < 2 or sum(sizes.values()) < PARALLEL_FROM or usable_cpus() < 2:
         return scan_files(paths, matcher, which)
     mine, theirs = _halves(paths, sizes)
     child = _Child.start(needles, theirs, sum(sizes[p] for p in theirs))
@@ -121,7 +120,8 @@ def _scan_shared(paths: list[str], needles: list[bytes], which: set[bytes]) -> F
     return sorted(results + scan_files(again, matcher, which))
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -3,8 +3,8 @@
 :mod:`.scan` walks a directory and decides which files a scan reads; this
 module finds the needles in them. It imports nothing of memlog, so a large
 scan can hand half of its files to a child process that runs this file as a
-script (``python -P -S scanner.py``: no package ``__init__`` runs, no site
-packages load, it starts in about 20 ms) while the caller reads the other
+script (``python -I -S scanner.py``: isolated, no package ``__init__`` runs,
+no site packages load, it starts in about 20 ms) while the caller reads the other
 half: the search holds the GIL, and a purge's scan is the one step of a
 deletion that otherwise runs alone on one core. The child reads the needles
 and its paths from its stdin and writes what it found to its stdout (pipes,

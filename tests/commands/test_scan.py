@@ -95,7 +95,7 @@ def _tree(root: Path, many: bool = False) -> list[bytes]:
 def _shared(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every scan shares its files with a child, whatever this machine's size."""
     monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
-    monkeypatch.setattr(scan, "_cpus", lambda: 2)
+    monkeypatch.setattr(scan, "usable_cpus", lambda: 2)
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["few needles", "sampled"])
