@@ -3,6 +3,8 @@ as-of intervals, and relevance scoring with decay (seed 000)."""
 
 from __future__ import annotations
 
+import heapq
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -261,25 +263,32 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     by_time = not words and query.sort != "relevance"
     order = tantivy.Order.Asc if query.sort == "oldest" else tantivy.Order.Desc
 
-    def top(searcher: Any) -> list[SearchHit]:
+    def top(searcher: Any) -> list[_Row]:
         return _shard_top(searcher, q, want, as_of is None, order if by_time else None, drop)
 
-    hits = [hit for shard_hits in index.map_searchers(top, searchers) for hit in shard_hits]
-    if by_time:  # text_score holds occurred_at here
-        hits.sort(key=lambda h: (h.text_score, h.rseq), reverse=query.sort == "newest")
-    else:
-        hits.sort(key=lambda h: (-h.text_score, h.rseq))
-    return hits[:want]
+    # Each shard's rows are plain tuples whose natural order is the result's
+    # (unique rseqs break score ties), so the shards' top rows are merged by
+    # C tuple comparisons into the ``want`` best; only those become hits
+    # (64 shards x 40 rows: a Python sort with a key cost ~1 ms a search).
+    rows = chain.from_iterable(index.map_searchers(top, searchers))
+    if by_time:  # the first field is occurred_at here, kept as the hit's text_score
+        best = (heapq.nlargest if query.sort == "newest" else heapq.nsmallest)(want, rows)
+        return [SearchHit(rseq, float(key), memory) for key, rseq, memory in best]
+    return [SearchHit(rseq, -key, memory) for key, rseq, memory in heapq.nsmallest(want, rows)]
+
+
+_Row = tuple[float, int, bool]  # (-score, or occurred_at when by time; rseq; memory document)
 
 
 def _shard_top(searcher: Any, q: Any, want: int, current: bool, order: Any = None,
-               drop_memories: bool = False) -> list[SearchHit]:
-    """A shard's top ``want`` hits by score, or with ``order`` by event time
-    (the hit's score is then its ``occurred_at``); ``current`` drops ended
-    documents and ``drop_memories`` memory documents, asking again for more
-    when that left the shard short."""
+               drop_memories: bool = False) -> list[_Row]:
+    """A shard's top ``want`` rows by score, or with ``order`` by event time
+    (the row then holds ``occurred_at`` where it holds the negated score);
+    ``current`` drops ended documents and ``drop_memories`` memory documents,
+    asking again for more when that left the shard short."""
     asked = want
     by = {} if order is None else {"order_by_field": "occurred_at", "order": order}
+    sign = -1.0 if order is None else 1.0
     while True:
         found = searcher.search(q, asked, count=False, **by).hits
         if not found:
@@ -288,9 +297,9 @@ def _shard_top(searcher: Any, q: Any, want: int, current: bool, order: Any = Non
         rseqs = searcher.fast_field_values("rseq", addrs)
         mems = searcher.fast_field_values("memory", addrs)
         ends = searcher.fast_field_values("to_seq", addrs) if current else [OPEN_SEQ] * len(addrs)
-        hits = [SearchHit(int(r), float(s), bool(m))
+        rows = [(sign * s, int(r), bool(m))
                 for (s, _), r, e, m in zip(found, rseqs, ends, mems, strict=True)
                 if r and e == OPEN_SEQ and not (m and drop_memories)]
-        if len(hits) >= want or len(found) < asked or asked >= 10_000:
-            return hits[:want]
+        if len(rows) >= want or len(found) < asked or asked >= 10_000:
+            return rows[:want]
         asked = min(10_000, asked * 4)
