@@ -54,11 +54,14 @@ def test_basic_tokens_ascii_path_equals_the_general_one() -> None:
     """An ASCII text (its fast path) splits as the general path does: the
     controls are dropped (vertical tab, form feed, the separators Python's
     ``split`` cuts at, DEL), tab, newline and return are spaces."""
-    ascii_text = "a\x0bb\x0cc\x7fd\te\nf\rg\x1ch\x1fi  j\x01k"
+    ascii_text = "a\x0bb\x0cc\x7fd\te\nf\rg\x1ch\x1fi  j\x01k\x00l"
     assert ascii_text.isascii()
     tokens = basic_tokens(ascii_text)
     assert tokens == basic_tokens(ascii_text + " \u00e9")[:-1]  # one more word, accented: the general path
-    assert tokens == ["abcd", "e", "f", "ghi", "jk"]
+    assert tokens == ["abcd", "e", "f", "ghi", "jkl"]
+    for char in map(chr, range(128)):  # each ASCII character, between two letters
+        text = f"a{char}b"
+        assert basic_tokens(text) == basic_tokens(text + " \u00e9")[:-1], repr(char)
 
 
 def test_wordpiece_longest_match_first() -> None:
