@@ -269,7 +269,7 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     # Each shard's rows are plain tuples whose natural order is the result's
     # (unique rseqs break score ties), so the shards' top rows are merged by
     # C tuple comparisons into the ``want`` best; only those become hits
-    # (64 shards x 40 rows: a Python sort with a key cost ~1 ms a search).
+    # (32 shards x 40 rows: 504 us as hits sorted with a key, 229 us so).
     rows = chain.from_iterable(index.map_searchers(top, searchers))
     if by_time:  # the first field is occurred_at here, kept as the hit's text_score
         best = (heapq.nlargest if query.sort == "newest" else heapq.nsmallest)(want, rows)
