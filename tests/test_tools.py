@@ -56,6 +56,26 @@ def test_benchmark_runs_and_prints_its_keys(tool: str, args: list[str], keys: li
     assert set(keys) <= set(data), set(keys) - set(data)
 
 
+@pytest.mark.slow
+def test_bench_delete_builds_a_fresh_store_in_dir_each_run(tmp_path: Path) -> None:
+    """bench_delete --dir PARENT: each run builds its own store there and removes
+    it, so a second run measures the same log (not one with the corpus twice)."""
+    parent = tmp_path / "scratch"
+    parent.mkdir()
+    sizes = []
+    for _ in range(2):
+        result = subprocess.run([sys.executable, str(TOOLS / "bench_delete.py"), "--entries", "600",
+                                 "--dir", str(parent), "--json"],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr[-2000:]
+        sizes.append(json.loads(result.stdout)["log_bytes"])
+        assert list(parent.iterdir()) == []
+    assert sizes[0] == sizes[1]
+    missing = subprocess.run([sys.executable, str(TOOLS / "bench_delete.py"), "--dir", str(tmp_path / "none")],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert missing.returncode == 2 and "is not a directory" in missing.stderr
+
+
 def test_corpus_is_deterministic() -> None:
     """The corpus generator gives the same entries for the same seed."""
     sys.path.insert(0, str(TOOLS))

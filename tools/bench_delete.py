@@ -1,6 +1,6 @@
 """Benchmark: delete one entry, with the physical purge, on a large store.
 
-    python tools/bench_delete.py [--entries N] [--shards S] [--repeats R] [--json] [--dir PATH]
+    python tools/bench_delete.py [--entries N] [--shards S] [--repeats R] [--json] [--dir PARENT]
 
 Builds a store of N corpus entries (default 1,000,000) through the public API,
 catches the projections up, then deletes one entry by id with the full purge:
@@ -132,16 +132,20 @@ def main() -> None:
                         help="a fixed search shard count (default: fitted to the store, as memlog does)")
     parser.add_argument("--repeats", type=int, default=1, help="deletions, one entry each (first reported)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="parent of the scratch directory (default: the system temp dir)")
     args = parser.parse_args()
     if args.repeats < 1 or args.shards < 0 or args.entries < 1:
         parser.error("--repeats and --entries must be at least 1, --shards at least 0")
-    root = args.dir or Path(tempfile.mkdtemp(prefix="bench-delete-")) / "store"
+    if args.dir is not None and not args.dir.is_dir():
+        parser.error(f"--dir {args.dir} is not a directory")
+    # A fresh store each run, removed after: a store left by an earlier run
+    # would take a second corpus and report a log twice the size.
+    scratch = Path(tempfile.mkdtemp(prefix="bench-delete-", dir=args.dir))
     try:
-        result = run(root, args.entries, args.shards or None, args.repeats)
+        result = run(scratch / "store", args.entries, args.shards or None, args.repeats)
     finally:
-        if args.dir is None:
-            shutil.rmtree(root.parent, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     if args.json:
         print(json.dumps(result))
         return
