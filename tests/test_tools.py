@@ -71,7 +71,8 @@ def test_bench_delete_builds_a_fresh_store_in_dir_each_run(tmp_path: Path) -> No
         sizes.append(json.loads(result.stdout)["log_bytes"])
         assert list(parent.iterdir()) == []
     assert sizes[0] == sizes[1]
-    missing = subprocess.run([sys.executable, str(TOOLS / "bench_delete.py"), "--dir", str(tmp_path / "none")],
+    nowhere = str(tmp_path / "none")
+    missing = subprocess.run([sys.executable, str(TOOLS / "bench_delete.py"), "--dir", nowhere],
                              cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
 
