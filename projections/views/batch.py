@@ -1,30 +1,35 @@
 """Runs of ``entry.recorded``: the views' hot path, applied as a batch.
 
 A replay (and any catch-up) is mostly ``entry.recorded``. The writer hands a
-run of consecutive ones to an :class:`EntryRun`, which computes every value
-with the same pure reducers as the one-at-a-time path, keeps what they add up
-to in memory (session statistics, counters, the extraction backlog) and writes
-the index and version keys at :meth:`EntryRun.flush`: each database's items
-sorted, with one ``putmulti``. The writer flushes before any other event, at
-the end of its batch and every ``RUN_LIMIT`` records (the memory a run
-holds), so every other event reads the state the run produced, and the
-result equals applying the events one at a time
-(``tests/projections/test_batch_run.py`` compares the two, with
+run of consecutive ones to an :class:`EntryRun`. :meth:`EntryRun.add` checks
+the entry id and keeps the stored entry the pure reducer computes
+(:func:`~projections.views.reducers.entry_recorded`); :meth:`EntryRun.flush`
+builds the run's index and version records a column at a time (each key part
+for the whole run in one comprehension, a tenth less time than one entry at
+a time), writes each database's items sorted, with one ``putmulti``, and folds
+the session statistics, counters and extraction backlog of the run. The
+writer flushes before any other event, at the end of its batch and every
+``RUN_LIMIT`` records (the memory a run holds), so every other event reads
+the state the run produced, and the result equals applying the events one at
+a time (``tests/projections/test_batch_run.py`` compares the two, with
 ``ViewWriter.batch_entries`` off for the one-at-a-time side).
 
 Lessons still write their formation and upkeep keys as they come (their
 scope reads the session), which is the same in either order: no entry of
 the run reads them.
 
-Everything that can fail (an unknown kind, a value that does not encode) fails
-in :meth:`EntryRun.add`, inside the record's own ``apply``, so a skipped record
-is the one that failed. The entry id check (an entry id is recorded once)
-looks at the run and at the database.
+What can fail fails in :meth:`EntryRun.add`, inside the record's own
+``apply``, so a skipped record is the one that failed. The flush builds its
+records from fields the log's decoder validated (a kind of the catalogue, an
+occurred_at in ``Micros``, an importance in ``Unit``), which encode. The
+entry id check (an entry id is recorded once) looks at the run and at the
+database.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from operator import itemgetter
 from typing import Any
 
@@ -33,7 +38,7 @@ import msgspec
 from eventstore import EntryRecorded, RecordedEvent
 
 from ..decay import importance_of
-from ..models import SessionStats
+from ..models import SessionStats, StoredEntry
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
@@ -47,19 +52,6 @@ _crc = zlib.crc32
 
 _enc = msgspec.msgpack.Encoder().encode
 _KEY = itemgetter(0)
-_INDEX_DBS = (b"entries", b"by_seq", b"by_hash", b"by_session", b"by_time", b"derived")
-
-
-class _Stats:
-    """A session's statistics as the run adds to them (folded, then stored once)."""
-
-    __slots__ = ("bytes", "counts", "entries", "last")
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.entries = 0
-        self.bytes = 0
-        self.last = 0
 
 
 class EntryRun:
@@ -72,20 +64,11 @@ class EntryRun:
         self._reset()
 
     def _reset(self) -> None:
-        self.items: dict[bytes, list[tuple[bytes, bytes]]] = {name: [] for name in _INDEX_DBS}
+        self.stored: list[StoredEntry] = []  # the run's new entries, in seq order
+        self.derived: list[tuple[str, tuple[str, ...]]] = []  # (entry id, its parents)
         self.ids: set[str] = set()
-        self.stats: dict[str, _Stats] = {}
-        self.kinds: dict[str, int] = {}
         self.events = 0
         self.last_seq = 0
-        self.backlog: dict[str, int] = {}  # session -> messages added to its extraction backlog
-        self.extracted: dict[str, int] = {}  # session -> upto_seq of its last extraction
-        self._by_seq = self.items[b"by_seq"].append
-        self._entries = self.items[b"entries"].append
-        self._by_hash = self.items[b"by_hash"].append
-        self._by_session = self.items[b"by_session"].append
-        self._by_time = self.items[b"by_time"].append
-        self._derived = self.items[b"derived"].append
 
     @property
     def pending(self) -> bool:
@@ -107,82 +90,86 @@ class EntryRun:
         return bool(cursor.set_range(prefix)) and bytes(cursor.key()[: len(prefix)]) == prefix
 
     def add(self, rec: RecordedEvent, event: EntryRecorded) -> None:
-        """Apply one ``entry.recorded`` (the writer has not counted it)."""
+        """Take one ``entry.recorded`` into the run (the writer has not counted it)."""
+        self.events += 1
+        self.last_seq = rec.seq
         eid = event.entry_id
         if self._known(eid):  # an entry id is recorded once; a repeat is ignored, deterministically
-            self.events += 1
-            self.last_seq = rec.seq
             return
         stored = r.entry_recorded(rec, event)
-        self.events += 1
-        self.last_seq = seq = rec.seq
-        kind, occurred_at = stored.kind, stored.occurred_at
-        sid = event.session_id or ""
-        sid_b = sid.encode()
-        seq_key, at, raw_id = u64(seq), u64(occurred_at), eid.encode()
-        importance = importance_of(kind, stored.importance, stored.level)  # entry_importance(stored)
-        self._by_seq((seq_key, rank_value(kind, importance, occurred_at, eid)))
-        self._entries((raw_id + SEP + seq_key, _enc(stored)))
-        self._by_hash((_crc(raw_id).to_bytes(4, "big") + raw_id, b""))  # hash_key(eid)
-        self._by_session((sid_b + SEP + at + SEP + raw_id, kind.encode()))
-        self._by_time((at + SEP + raw_id, sid_b))
-        for parent in event.derived_from:
-            self._derived((parent.encode() + SEP + raw_id, b""))
+        self.stored.append(stored)
         self.ids.add(eid)
-        kinds = self.kinds
-        kinds[kind] = kinds.get(kind, 0) + 1
-        if kind == "lesson":
+        if event.derived_from:
+            self.derived.append((eid, event.derived_from))
+        if stored.kind == "lesson":
             f.entry_indexed(self.txn, self.dbs, stored, event)
             u.entry_indexed(self.txn, self.dbs, stored, event)
-        if sid:
-            self._count_session(sid, kind, stored.size, stored.recorded_at, seq)
-
-    def _count_session(self, sid: str, kind: str, size: int, recorded_at: int, seq: int) -> None:
-        stats = self.stats.get(sid)
-        if stats is None:
-            stats = self.stats[sid] = _Stats()
-        counts = stats.counts
-        counts[kind] = counts.get(kind, 0) + 1
-        stats.entries += 1
-        stats.bytes += size
-        if recorded_at > stats.last:
-            stats.last = recorded_at
-        if kind == "message":  # the extraction backlog (formation, issue 18)
-            upto = self.extracted.get(sid)
-            if upto is None:
-                raw = self.txn.get(b"X" + sid.encode(), db=self.dbs[b"formation"])
-                upto = self.extracted[sid] = 0 if raw is None else unpack_u64(raw)
-            if seq > upto:
-                self.backlog[sid] = self.backlog.get(sid, 0) + 1
 
     def flush(self, writer: Any) -> None:
         """Write the run: each database's items sorted, in one ``putmulti``; the
         statistics and counters go to ``writer`` (a :class:`ViewWriter`)."""
         if not self.events:
             return
-        for name, items in self.items.items():
+        stored = self.stored
+        for name, items in self._items(stored).items():
             if items:
                 _put_sorted(self.txn.cursor(db=self.dbs[name]), items)
-        formation = self.dbs[b"formation"]
-        for sid, added in self.backlog.items():
-            add_count(self.txn, formation, b"U" + sid.encode(), added)
-        for sid, folded in self.stats.items():
-            prev = writer.stats_of(sid)
-            counts = dict(prev.counts)
-            for kind, n in folded.counts.items():
-                counts[kind] = counts.get(kind, 0) + n
-            writer.session_stats[sid] = SessionStats(counts, prev.entries + folded.entries,
-                                                     prev.bytes + folded.bytes,
-                                                     max(prev.last_activity, folded.last))
+        self._fold_sessions(writer, stored)
         writer.count("events", self.events)
         writer.count("type:entry.recorded", self.events)
         writer.last_seen["entry.recorded"] = self.last_seq
-        for kind, n in self.kinds.items():
+        for kind, n in Counter([s.kind for s in stored]).items():
             writer.count(f"kind:{kind}", n)
-        entries = sum(self.kinds.values())
-        if entries:
-            writer.count("entries", entries)
+        if stored:
+            writer.count("entries", len(stored))
         self._reset()
+
+    def _items(self, stored: list[StoredEntry]) -> dict[bytes, list[tuple[bytes, bytes]]]:
+        """Every database's records of the run's entries, a column at a time
+        (every column has one item per entry: each ``zip`` is strict)."""
+        eids = [s.entry_id for s in stored]
+        raw_ids = [eid.encode() for eid in eids]
+        seq_keys = [u64(s.recorded_seq) for s in stored]
+        kinds = [s.kind for s in stored]
+        ats = [s.occurred_at for s in stored]
+        at_keys = list(map(u64, ats))
+        sids = [(s.session_id or "").encode() for s in stored]
+        importance = map(importance_of, kinds, [s.importance for s in stored], [s.level for s in stored])
+        ranks = map(rank_value, kinds, importance, ats, eids)
+        when = [a + SEP + i for a, i in zip(at_keys, raw_ids, strict=True)]  # when_key(at, eid)
+        return {
+            b"by_seq": list(zip(seq_keys, ranks, strict=True)),
+            b"entries": list(zip([i + SEP + k for i, k in zip(raw_ids, seq_keys, strict=True)],
+                                 map(_enc, stored), strict=True)),
+            b"by_hash": [(_crc(i).to_bytes(4, "big") + i, b"") for i in raw_ids],  # hash_key(eid)
+            b"by_session": list(zip([s + SEP + w for s, w in zip(sids, when, strict=True)],
+                                    [kind.encode() for kind in kinds], strict=True)),
+            b"by_time": list(zip(when, sids, strict=True)),
+            b"derived": [(parent.encode() + SEP + eid.encode(), b"")
+                         for eid, parents in self.derived for parent in parents],
+        }
+
+    def _fold_sessions(self, writer: Any, stored: list[StoredEntry]) -> None:
+        """Add the run's entries to their sessions' statistics (``writer``'s) and
+        their messages to the extraction backlog (formation, issue 18)."""
+        groups: dict[str, list[StoredEntry]] = {}
+        for s in stored:
+            if s.session_id:
+                groups.setdefault(s.session_id, []).append(s)
+        formation = self.dbs[b"formation"]
+        for sid, group in groups.items():
+            prev = writer.stats_of(sid)
+            counts = dict(prev.counts)
+            for kind, n in Counter([s.kind for s in group]).items():
+                counts[kind] = counts.get(kind, 0) + n
+            writer.session_stats[sid] = SessionStats(
+                counts, prev.entries + len(group), prev.bytes + sum([s.size for s in group]),
+                max(prev.last_activity, max([s.recorded_at for s in group])))
+            raw = self.txn.get(b"X" + sid.encode(), db=formation)
+            upto = 0 if raw is None else unpack_u64(raw)
+            added = sum([1 for s in group if s.kind == "message" and s.recorded_seq > upto])
+            if added:
+                add_count(self.txn, formation, b"U" + sid.encode(), added)
 
 
 def _put_sorted(cursor: Any, items: list[tuple[bytes, bytes]]) -> None:
