@@ -42,3 +42,8 @@ class ResourceSpec(msgspec.Struct, frozen=True, gc=False):
     ttl_seconds: Annotated[int, Meta(ge=1, le=MAX_MICROS // 1_000_000)] | None = None
     context_ratio: Unit = 0.3
     default_block: BlockName | None = None
+    # A resource whose key names neither ``{user_id}`` nor ``{session_id}`` (an
+    # agent's, or one for everyone) is seen by several users: its blocks join
+    # the context of a session with a user only when it is declared shared.
+    # Absent from the payloads written before it (they decode as not shared).
+    shared: bool = False

@@ -70,15 +70,17 @@ def resource() -> None:
 @click.option("--flush-fraction", type=float, default=0.3, show_default=True)
 @click.option("--ttl", "ttl_seconds", type=int, help="Seconds an item stays.")
 @click.option("--context-ratio", type=float, default=0.3, show_default=True)
+@click.option("--shared", is_flag=True,
+              help="A key naming neither {user_id} nor {session_id}: show it in every user's context.")
 @pass_context
 def resource_declare(ctx: Context, resource_id: str, key: str, token_limit: int, blocks: tuple[str, ...],
                      default_block: str | None, flush_threshold: float, flush_fraction: float,
-                     ttl_seconds: int | None, context_ratio: float) -> None:
+                     ttl_seconds: int | None, context_ratio: float, shared: bool) -> None:
     """Declare (or declare again) a resource."""
     spec = {"id": resource_id, "key": key, "token_limit": token_limit,
             "blocks": [parse_block(b) for b in blocks], "default_block": default_block,
             "flush_threshold": flush_threshold, "flush_fraction": flush_fraction,
-            "ttl_seconds": ttl_seconds, "context_ratio": context_ratio}
+            "ttl_seconds": ttl_seconds, "context_ratio": context_ratio, "shared": shared}
     ctx.write(lambda m: m.declare_resource(spec).id, "declared resource")
 
 

@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from commands import MemoryLog
@@ -16,7 +17,7 @@ from commands.app import chars_over_four
 from commands.app.resources import block_budgets, make_spec, render_key, sanitise_key
 from commands.app.resources import handle as handle_module
 from commands.app.scan import scan_tree
-from eventstore import InvalidInputError, ReadOnlyError, now_micros
+from eventstore import InvalidInputError, ReadOnlyError, ResourceSpec, now_micros
 
 THREE = [{"name": "system", "priority": 0, "ratio": 0.1},
          {"name": "facts", "priority": 1, "ratio": 0.2},
@@ -233,6 +234,50 @@ def test_allocation_ratios_hold_in_the_context(mem: MemoryLog) -> None:
     assert "turns39" in block.text and "turns0 " not in block.text
 
 
+def test_a_resource_of_no_user_stays_out_of_a_users_context(mem: MemoryLog) -> None:
+    """An agent's or everyone's resource holds what any user's turn put there: it
+    joins the context of a session with a user only when declared shared; a
+    resource keyed by the user or by the session is that user's own."""
+    mem.declare_resource({"id": "agentnotes", "key": "{agent_id}", "token_limit": 500})
+    mem.declare_resource({"id": "everyone", "key": "global", "token_limit": 500})
+    mem.declare_resource({"id": "team", "key": "team:{agent_id}", "token_limit": 500, "shared": True})
+    mem.declare_resource({"id": "mine", "key": "{user_id}", "token_limit": 500})
+    mem.declare_resource({"id": "turn", "key": "{session_id}", "token_limit": 500})
+    alice = mem.start_session(user_id="alice", agent_ids=["coder"])
+    bob = mem.start_session(user_id="bob", agent_ids=["coder"])
+    secret, common = marker(), marker()
+    mem.resource("agentnotes", agent_id="coder").append(f"Bob's hint is {secret}.")
+    mem.resource("everyone").append(f"Bob said {secret} once.")
+    mem.resource("team", agent_id="coder").append(f"The team style guide is {common}.")
+    mem.resource("mine", user_id="bob").append(f"Bob's own {secret}.")
+    mem.resource("turn", session_id=bob).append(f"Bob's turn {secret}.")
+    mem.resource("mine", user_id="alice").append("Alice likes tea.")
+    mem.resource("turn", session_id=alice).append("Alice's turn notes.")
+    text = mem.context(alice, budget_tokens=4000).text
+    assert secret not in text
+    assert common in text and "Alice likes tea." in text and "Alice's turn notes." in text
+    names = {s.name for s in mem.context(alice, budget_tokens=4000).sections}
+    assert "resource:agentnotes:default" not in names and "resource:everyone:default" not in names
+    assert "resource:team:default" in names
+    # a session with no user (one deployment, no user ids) sees them all
+    anonymous = mem.start_session(agent_ids=["coder"])
+    text = mem.context(anonymous, budget_tokens=4000).text
+    assert secret in text and common in text
+
+
+def test_a_resource_keyed_by_the_user_cannot_be_shared(mem: MemoryLog) -> None:
+    head = mem.log.head().seq
+    with pytest.raises(InvalidInputError, match="cannot be shared"):
+        mem.declare_resource({"id": "mine", "key": "{user_id}:{agent_id}", "token_limit": 10, "shared": True})
+    assert mem.log.head().seq == head and mem.resources() == []
+
+
+def test_a_declaration_written_before_shared_reads_as_not_shared() -> None:
+    """``resource.declared`` payloads from before the field decode as not shared."""
+    old = msgspec.msgpack.encode({"id": "notes", "key": "{agent_id}", "token_limit": 10})
+    assert msgspec.msgpack.decode(old, type=ResourceSpec).shared is False
+
+
 # -- privacy -------------------------------------------------------------------
 
 def test_item_and_user_deletion_leave_no_bytes(tmp_path: Path) -> None:
@@ -301,6 +346,10 @@ def test_cli_declare_append_read_trim_replace(run: Any) -> None:
     assert code == 0, err
     assert report["deleted"] == 4 and report["verified"] is True  # trimmed and replaced ones too
     assert run("resource", "read", "chat", *ids)[1] == []
+    assert run("resource", "declare", "style", "--key", "team", "--limit", "50", "--shared")[0] == 0
+    assert next(s for s in run("resource", "list")[1] if s["id"] == "style")["shared"] is True
+    code, _, err = run("resource", "declare", "mine", "--key", "{user_id}", "--limit", "50", "--shared")
+    assert code != 0 and "cannot be shared" in err
 
 
 def test_health_and_metrics_report_flushes_and_evictions_without_content(mem: MemoryLog) -> None:

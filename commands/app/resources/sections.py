@@ -2,7 +2,10 @@
 
 For a session, every resource whose key template can be filled from the
 session (its id, its user, and its agent when it has exactly one) adds one
-section per block that holds items. The resource may take ``context_ratio``
+section per block that holds items, but nothing of another user: in the
+context of a session with a user, a resource whose key names neither the
+user nor the session (an agent's, or one for everyone: items of any user's
+turns may be in it) joins only when it is declared ``shared``. The resource may take ``context_ratio``
 of the context budget; each block takes the lower of ``ratio`` x that share
 and its ``max_tokens`` (a block with neither: the whole share). A block's
 section keeps its newest items that fit its allocation (title included), so
@@ -20,7 +23,7 @@ from projections import SessionView, ViewReader
 
 from ..fitting import Section
 from .reading import live_items, specs
-from .spec import block_budgets, blocks_of, instance_key
+from .spec import block_budgets, blocks_of, instance_key, key_fields
 
 __all__ = ["resource_sections", "session_values"]
 
@@ -38,6 +41,8 @@ def resource_sections(configured: Iterable[ResourceSpec], views: ViewReader, ses
     out: list[Section] = []
     values = session_values(session)
     for spec in specs(configured, views).values():
+        if session.user_id and not (spec.shared or _owned(spec)):
+            continue
         try:
             key = instance_key(spec, values)
         except InvalidInputError:
@@ -61,6 +66,12 @@ def resource_sections(configured: Iterable[ResourceSpec], views: ViewReader, ses
             if section.items:
                 out.append(section)
     return out
+
+
+def _owned(spec: ResourceSpec) -> bool:
+    """Whether every instance of ``spec`` is one user's or one session's (its key names either)."""
+    fields = key_fields(spec.key)
+    return "user_id" in fields or "session_id" in fields
 
 
 def _line(role: str | None, content: str) -> str:
