@@ -37,7 +37,11 @@ PATTERNS: dict[str, str] = {
     # Long opaque tokens, including the common prefixed forms (sk-..., ghp_..., AKIA...).
     "api_key": r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
                r"|\b[A-Za-z0-9]{32,}\b",
-    "password": rf"(?i)\b(?:password|passwd|pwd)\b[{_WS}]*[:=]?[{_WS}]*[^{_WS}]+",
+    # The word, then any of ``:``, ``=`` and the linking words of a sentence
+    # ("my password is hunter2", "password was set to x"), then the secret: the
+    # seed's pattern took "is" for the secret and kept the secret.
+    "password": rf"(?i)(?:\b(?:password|passwd|passphrase|passcode|pwd)\b"
+                rf"(?:[{_WS}]*(?:[:=]|\b(?:is|was|set|to|now)\b))*|\bpw[{_WS}]*[:=])[{_WS}]*[^{_WS}]+",
 }
 MAX_PROGRAM = 300
 TIME_LIMIT = 1.0
@@ -164,7 +168,7 @@ def _may_match(kind: str, data: bytes) -> bool:
         return _TOKEN_RUN in data.translate(_TOKEN_TABLE)
     if kind == "password":
         lower = data.lower()
-        return b"pass" in lower or b"pwd" in lower or _LONG_S in data
+        return b"pass" in lower or b"pw" in lower or _LONG_S in data
     return True
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,9 +52,24 @@ def test_redactor_counts_per_kind() -> None:
     assert "a@b.io" not in out and "abc" not in out and "TICKET-42" not in out
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("my password is hunter2", "my [REDACTED]"),
+    ("the password was set to s3cr3t!", "the [REDACTED]"),
+    ("passphrase: correct horse", "[REDACTED] horse"),
+    ("pw: hunter2", "[REDACTED]"),
+    ("PW=hunter2, later", "[REDACTED] later"),
+])
+def test_a_password_in_a_sentence_goes_with_the_words_before_it(text: str, expected: str) -> None:
+    """The linking words after the keyword (is, was, set, to) are not taken for the
+    secret: the secret itself is removed (the seed's pattern removed "is")."""
+    counts: dict[str, int] = {}
+    assert Redactor(["password"]).redact(text, counts) == expected
+    assert counts == {"password": 1}
+
+
 _SECRETS = st.sampled_from([
     "sk-" + "a1B2" * 5, "ghp_" + "Z9" * 10, "AKIA" + "ABCD1234" * 2, "x" * 32 + "7", "Password: hunter2",
-    "pwd=s3cr3t", "jane@example.com", "é" * 3, "tok" + "-_" * 9, "\ud800",
+    "pwd=s3cr3t", "my password is x", "pw: y", "jane@example.com", "é" * 3, "tok" + "-_" * 9, "\ud800",
 ])
 
 
