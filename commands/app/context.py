@@ -72,6 +72,7 @@ _TITLES = {
     "tasks": "Open tasks:", "recovery": "Recovering previous session:",
     "summary": "Summary of earlier conversation:", "messages": "Recent messages:",
 }
+_OWN_HANDOFF = "Handoff (this session):"
 _ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks", "recovery",
           "summary", "messages")
 _SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2)}
@@ -201,9 +202,11 @@ class _Gather:
     def _handoff(self) -> tuple[Section, frozenset[str]]:
         """The latest handoff, and the messages it was made from (an automatic
         handoff on close: the recovery does not repeat them)."""
-        found = self._own("handoff", 1) or list(islice(self._newest("handoff", self.earlier), 1))
+        own = self._own("handoff", 1)  # this session's own handoff is not the last session's
+        found = own or list(islice(self._newest("handoff", self.earlier), 1))
         sources = frozenset(i for v in found if v.entry is not None for i in v.entry.derived_from)
-        return Section("handoff", _TITLES["handoff"], [_text(v) for v in found]), sources
+        title = _OWN_HANDOFF if own else _TITLES["handoff"]
+        return Section("handoff", title, [_text(v) for v in found]), sources
 
     def _searched(self, query: str) -> list[Section]:
         out = []

@@ -234,8 +234,9 @@ def write_handoff(store: Store, session_id: str) -> str | None:
         newest = views.session_entries(sid, ("message",), newest_first=True)
         last = list(islice((v for v in newest if v.entry is not None and v.entry.role in _ROLES),
                            HANDOFF_MESSAGES))
-    if not last:
-        return None
+        own = _own_handoff(views, sid)
+    if not last or (own is not None and own > last[0].recorded_seq):
+        return None  # no conversation, or the agent's own handoff is newer than all of it
     last.reverse()
     lines = [f"[{_ROLES[v.entry.role]}]: {' '.join(v.entry.content.split())[:HANDOFF_CHARS]}"
              for v in last if v.entry is not None and v.entry.role is not None]
@@ -243,6 +244,15 @@ def write_handoff(store: Store, session_id: str) -> str | None:
                                 tags=(AUTO_HANDOFF, SESSION_CLOSE),
                                 derived_from=tuple(v.entry_id for v in last))
     return record(store, entry, actor=EXTRACT_ACTOR)
+
+
+def _own_handoff(views: ViewReader, session_id: str) -> int | None:
+    """The seq of the session's newest handoff when an agent wrote it (not an
+    automatic one); None when there is none or the newest is automatic."""
+    for view in views.session_entries(session_id, ("handoff",), newest_first=True):
+        if view.entry is not None:
+            return None if AUTO_HANDOFF in view.entry.tags else view.recorded_seq
+    return None
 
 
 def on_close(store: Store, session_id: str) -> None:

@@ -64,6 +64,27 @@ def test_close_writes_the_handoff_and_the_next_session_shows_it(mem: MemoryLog) 
     assert "Last session:" not in mem.context(other).text
 
 
+def test_the_agents_own_handoff_is_kept_over_an_automatic_one(mem: MemoryLog) -> None:
+    """An agent's handoff newer than the conversation is what the next session
+    reads: the close writes no automatic one over it. A message after the
+    agent's handoff makes the automatic one again."""
+    sid = mem.start_session(user_id="alice")
+    _talk(mem, sid, 3)
+    own = mem.record_handoff(sid, content="Next: write the failover runbook")
+    block = mem.context(sid, budget_tokens=4000)
+    assert "Handoff (this session):\nNext: write the failover runbook" in block.text
+    assert "Last session:" not in block.text
+    mem.close_session(sid)
+    assert [h.id for h in mem.search(kinds=["handoff"])] == [own]
+    text = mem.context(mem.start_session(user_id="alice"), budget_tokens=4000).text
+    assert "Last session:\nNext: write the failover runbook" in text
+    later = mem.start_session(user_id="alice")
+    mem.record_handoff(later, content="Next: load-test pgbouncer")
+    _talk(mem, later, 2)
+    mem.close_session(later)
+    assert len(mem.search(kinds=["handoff"])) == 3  # the conversation went on: an automatic one too
+
+
 def test_no_message_no_handoff(mem: MemoryLog) -> None:
     sid = mem.start_session(user_id="alice")
     mem.add_message(sid, role="system", content="You are a helpful agent for the billing team.")
