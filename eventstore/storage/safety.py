@@ -76,7 +76,16 @@ def check_private_dir(path: Path) -> None:
                                "of its own")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise UnsafeStoreError(f"{path} can be written by others (mode {oct(stat.S_IMODE(info.st_mode))}); "
-                               f"make it private first: chmod 700 {path}")
+                               + _private_hint(path, info.st_mode))
+
+
+def _private_hint(path: Path, mode: int) -> str:
+    """How to get a private data directory: a shared one (sticky, like /tmp, or
+    writable by everyone) is not memlog's to change; a directory of its own inside it is."""
+    own = f"use a directory of memlog's own: mkdir -m 700 {path / 'memlog'}"
+    if mode & (stat.S_ISVTX | stat.S_IWOTH):
+        return own
+    return f"make it private if it is memlog's own (chmod 700 {path}), or {own}"
 
 
 def crashpoint(step: str) -> None:
