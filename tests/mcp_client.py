@@ -22,8 +22,9 @@ SERVER_ENV = {"MEMLOG_LOG": "json", "MEMLOG_LOG_LEVEL": "DEBUG"}
 class Conn:
     """One client session with a running server."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: ClientSession, server: Any = None) -> None:
         self.session = session
+        self.server = server  # the server's name and version, as it introduced itself
 
     async def tools(self) -> dict[str, Any]:
         """The tools the server lists, by name."""
@@ -72,5 +73,5 @@ async def serve(store: Path, *flags: str, errlog: Path, env: dict[str, str] | No
                                    env={**SERVER_ENV, **(env or {})}, cwd=str(ROOT))
     with errlog.open("a") as err:
         async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield Conn(session)
+            init = await session.initialize()
+            yield Conn(session, init.server_info)

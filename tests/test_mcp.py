@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ async def _alice_scenario(a: Alice) -> None:
     seen = a.seen
     async with serve(a.store, "--user", "alice", "--agent", "coder", errlog=a.errlog) as c:
         seen["tools"] = await c.tools()
+        seen["server"] = c.server
         seen["templates"] = [t.uri_template for t in
                              (await c.session.list_resource_templates()).resource_templates]
         session = await c.call("start_session", tags=["payments"])
@@ -147,6 +149,8 @@ def test_tools_and_resources_are_listed(alice: Alice) -> None:
         "message", "decision", "finding", "lesson", "task", "handoff"}
     assert alice.seen["templates"] == ["memory://entry/{id}",
                                        "memory://session/{id}/transcript{?limit,offset}"]
+    server = alice.seen["server"]
+    assert (server.name, server.version) == ("memlog", metadata.version("memlog"))
 
 
 def test_writes_are_structured_and_scoped(alice: Alice) -> None:

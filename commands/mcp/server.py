@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -44,7 +45,7 @@ class MemlogServer(MCPServer[Any]):
     """An :class:`MCPServer` whose tool failures are results carrying memlog's codes."""
 
     def __init__(self, scope: ServerScope) -> None:
-        super().__init__("memlog", instructions=INSTRUCTIONS, log_level="WARNING")
+        super().__init__("memlog", instructions=INSTRUCTIONS, log_level="WARNING", version=_version())
         self.scope = scope
         self.arguments: dict[str, frozenset[str]] = {}
 
@@ -83,6 +84,14 @@ class MemlogServer(MCPServer[Any]):
         if unknown:
             return InvalidInputError(f"{name} takes no argument {', '.join(unknown)}")
         return None
+
+
+def _version() -> str:
+    """The installed memlog's version (the server tells it to clients); "" when not installed."""
+    try:
+        return metadata.version("memlog")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def build_server(mem: MemoryLog, scope: ServerScope) -> MemlogServer:
