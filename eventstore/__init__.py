@@ -70,6 +70,7 @@ from .errors import (
     StoreNotFoundError,
     UnsafeStoreError,
     UsageError,
+    shown,
 )
 from .events import (
     EVENT_TYPES,
@@ -295,5 +296,6 @@ __all__ = [
     "parse_point",
     "parse_time",
     "register_upcaster",
+    "shown",
     "to_micros",
 ]

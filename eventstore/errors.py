@@ -353,6 +353,20 @@ class NatsApiError(StorageError):
 # -- end of the NATS block ----------------------------------------------------------
 
 
+_SHOWN = 40  # characters of a refused value that an error message repeats
+
+
+def shown(value: object) -> str:
+    """A refused value as an error message repeats it: its ``repr``, cut to 40
+    characters with its length named (a long "id" may be text pasted in the
+    wrong place, and messages hold no content)."""
+    text = repr(value)
+    if len(text) <= _SHOWN:
+        return text
+    size = len(value) if isinstance(value, str | bytes) else len(text)
+    return f"{text[:_SHOWN]}... ({size} characters)"
+
+
 # Every code memlog prints, in the order of the table in docs/cli.md.
 CODES: Final[tuple[str, ...]] = (
     E_SCHEMA_INVALID, E_INVALID_FORMAT, E_INVALID_QUERY, E_SIZE_LIMIT, E_USAGE, E_ABORTED,

@@ -18,7 +18,7 @@ import msgspec
 from .backend import LogBackend, PreparedAppend, PurgeReport
 from .codec import validate_payloads
 from .envelope import AppendRequest, AppendResult, Head, RecordedEvent, VerifyResult
-from .errors import InvalidEventError, InvalidInputError, ReadOnlyError
+from .errors import InvalidEventError, InvalidInputError, ReadOnlyError, shown
 from .events import SCHEMA_VERSIONS, Event
 from .factory import is_remote, open_backend
 from .timeutil import parse_point, to_micros
@@ -252,20 +252,20 @@ class LogBatch:
 def _check_stream(stream: object) -> None:
     if not isinstance(stream, str) or not _STREAM.match(stream):
         raise InvalidEventError(
-            f"invalid stream id {stream!r}: use letters, digits and . _ : @ - (max 200)"
+            f"invalid stream id {shown(stream)}: use letters, digits and . _ : @ - (max 200)"
         )
 
 
 def _check_id(value: object, what: str) -> None:
     if not isinstance(value, str) or not _EVENT_ID.match(value):
-        raise InvalidEventError(f"invalid {what} {value!r}: use letters, digits and . _ : @ -")
+        raise InvalidEventError(f"invalid {what} {shown(value)}: use letters, digits and . _ : @ -")
 
 
 def _check_expected(expected: object) -> None:
     if expected is None:
         return
     if type(expected) is not int or expected < 0:
-        raise InvalidEventError(f"expected_version must be None or an int >= 0, not {expected!r}")
+        raise InvalidEventError(f"expected_version must be None or an int >= 0, not {shown(expected)}")
 
 
 # A generated id's tail: a random base drawn once per process (again in a

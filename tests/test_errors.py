@@ -7,7 +7,10 @@ import ast
 import re
 from pathlib import Path
 
-from eventstore import errors
+import pytest
+
+from commands import MemoryLog
+from eventstore import EventLog, InvalidEventError, InvalidInputError, SessionStarted, errors
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("eventstore", "projections", "commands", "memlog")
@@ -68,3 +71,14 @@ def test_the_cli_doc_has_a_row_for_every_code() -> None:
     for cls in _classes():
         assert rows[cls.code] == cls.exit_code, cls.code
     assert rows[errors.E_INTERNAL] == errors.INTERNAL_EXIT_CODE
+
+
+def test_a_long_refused_value_is_cut_in_the_message(tmp_path: Path) -> None:
+    """An "id" of 300 characters (text pasted in the wrong place) is not repeated whole."""
+    pasted = "my card number is 4111 " * 14
+    with MemoryLog.open(tmp_path / "m") as mem, pytest.raises(InvalidInputError) as caught:
+        mem.start_session(user_id=pasted)
+    assert pasted not in str(caught.value) and f"({len(pasted)} characters)" in str(caught.value)
+    with EventLog.open(tmp_path / "log") as log, pytest.raises(InvalidEventError) as raised:
+        log.append(pasted, [SessionStarted(session_id="s1")], actor="t")
+    assert pasted not in str(raised.value) and "characters)" in str(raised.value)

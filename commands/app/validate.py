@@ -18,6 +18,7 @@ from eventstore import (
     NotWritableError,
     SizeLimitError,
     StoreNotFoundError,
+    shown,
     to_micros,
 )
 
@@ -48,7 +49,7 @@ def check_id(value: object, field: str) -> str:
     """An id: letters, digits and ``. _ : @ -``, at most 128 characters."""
     if not isinstance(value, str) or not _ID.match(value):
         raise InvalidInputError(
-            f"{field} must be 1-128 characters of letters, digits and . _ : @ - (got {value!r})"
+            f"{field} must be 1-128 characters of letters, digits and . _ : @ - (got {shown(value)})"
         )
     return value
 
@@ -99,7 +100,7 @@ def check_choice(value: object, field: str, choices: Iterable[str]) -> str:
     """One of a fixed set of values."""
     allowed = tuple(choices)
     if value not in allowed:
-        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)} (got {value!r})")
+        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)} (got {shown(value)})")
     return str(value)
 
 
@@ -108,7 +109,7 @@ def check_unit(value: object, field: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"{field} must be a number from 0 to 1 (got {value!r})")
+        raise InvalidInputError(f"{field} must be a number from 0 to 1 (got {shown(value)})")
     return float(value)
 
 
@@ -116,11 +117,12 @@ def check_key(value: object) -> str:
     """A memory key (seed 001): ``^[a-z][a-z0-9_]*$``, at most 64, not reserved."""
     if not isinstance(value, str) or not _KEY.match(value) or len(value) > 64:
         raise InvalidInputError(
-            f"invalid key {value!r}: use a lowercase letter then lowercase letters, digits "
+            f"invalid key {shown(value)}: use a lowercase letter then lowercase letters, digits "
             "or _ (at most 64 characters)"
         )
     if value.startswith(_RESERVED):
-        raise InvalidInputError(f"invalid key {value!r}: the prefixes system_ and internal_ are reserved")
+        raise InvalidInputError(f"invalid key {shown(value)}: the prefixes system_ and internal_ "
+                                "are reserved")
     return value
 
 
