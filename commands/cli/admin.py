@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -36,16 +38,19 @@ def replay(ctx: Context, names: tuple[str, ...]) -> None:
     """Rebuild projections from the log (all into a fresh directory swapped in whole)."""
     chosen = tuple(dict.fromkeys(names)) or PROJECTIONS
     started = time.perf_counter()
-    with ctx.reading() as mem:
+    with ctx.reading() as mem, contextlib.ExitStack() as stack:
         total = mem.log.head().seq
-        with click.progressbar(length=max(total, 1), label="replaying", file=sys.stderr) as bar:
-            last = [0]
+        bars: list[Any] = []  # the bar starts with the work (a refused choice prints only its error)
+        last = [0]
 
-            def progress(seq: int) -> None:
-                bar.update(max(0, seq - last[0]))
-                last[0] = max(last[0], seq)
+        def progress(seq: int) -> None:
+            if not bars:
+                bars.append(stack.enter_context(
+                    click.progressbar(length=max(total, 1), label="replaying", file=sys.stderr)))
+            bars[0].update(max(0, seq - last[0]))
+            last[0] = max(last[0], seq)
 
-            done = mem.replay(chosen, progress=progress)
+        done = mem.replay(chosen, progress=progress)
     seconds = time.perf_counter() - started
     data = {"events": done, "seconds": round(seconds, 3), "projections": list(chosen)}
     ctx.emit(data, f"replayed {done} events into {' and '.join(chosen)} in {seconds:.2f} s")

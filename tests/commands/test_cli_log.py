@@ -68,6 +68,8 @@ def test_replay_json_and_progress(store: Path) -> None:
     code, out, _ = run(store, "--json", "replay", "--projection", "search")
     assert code == 0 and json.loads(out)["events"] == 6
     assert json.loads(out)["projections"] == ["search"]
+    code, out, err = run(store, "replay", "--projection", "views")  # refused before any work
+    assert code == 2 and "replaying" not in err and err.startswith("Error:")
 
 
 @pytest.mark.parametrize("until", ["@x", "yesterday", "2026-01-01T00:00:00", "@-1"])
