@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -111,9 +112,10 @@ class EntryRun:
         if not self.events:
             return
         stored = self.stored
-        for name, items in self._items(stored).items():
+        for name, items in self._items(stored):
             if items:
                 _put_sorted(self.txn.cursor(db=self.dbs[name]), items)
+            del items  # before the next database's are built
         self._fold_sessions(writer, stored)
         writer.count("events", self.events)
         writer.count("type:entry.recorded", self.events)
@@ -124,30 +126,27 @@ class EntryRun:
             writer.count("entries", len(stored))
         self._reset()
 
-    def _items(self, stored: list[StoredEntry]) -> dict[bytes, list[tuple[bytes, bytes]]]:
-        """Every database's records of the run's entries, a column at a time
-        (every column has one item per entry: each ``zip`` is strict)."""
+    def _items(self, stored: list[StoredEntry]) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
+        """Each database's records of the run's entries, built a column at a time
+        (every column has one item per entry: each ``zip`` is strict); one
+        database's at a time, so the run holds one list of records at most."""
         eids = [s.entry_id for s in stored]
         raw_ids = [eid.encode() for eid in eids]
         seq_keys = [u64(s.recorded_seq) for s in stored]
         kinds = [s.kind for s in stored]
         ats = [s.occurred_at for s in stored]
-        at_keys = list(map(u64, ats))
         sids = [(s.session_id or "").encode() for s in stored]
         importance = map(importance_of, kinds, [s.importance for s in stored], [s.level for s in stored])
-        ranks = map(rank_value, kinds, importance, ats, eids)
-        when = [a + SEP + i for a, i in zip(at_keys, raw_ids, strict=True)]  # when_key(at, eid)
-        return {
-            b"by_seq": list(zip(seq_keys, ranks, strict=True)),
-            b"entries": list(zip([i + SEP + k for i, k in zip(raw_ids, seq_keys, strict=True)],
-                                 map(_enc, stored), strict=True)),
-            b"by_hash": [(_crc(i).to_bytes(4, "big") + i, b"") for i in raw_ids],  # hash_key(eid)
-            b"by_session": list(zip([s + SEP + w for s, w in zip(sids, when, strict=True)],
-                                    [kind.encode() for kind in kinds], strict=True)),
-            b"by_time": list(zip(when, sids, strict=True)),
-            b"derived": [(parent.encode() + SEP + eid.encode(), b"")
-                         for eid, parents in self.derived for parent in parents],
-        }
+        yield b"by_seq", list(zip(seq_keys, map(rank_value, kinds, importance, ats, eids), strict=True))
+        yield b"entries", list(zip([i + SEP + k for i, k in zip(raw_ids, seq_keys, strict=True)],
+                                   map(_enc, stored), strict=True))
+        yield b"by_hash", [(_crc(i).to_bytes(4, "big") + i, b"") for i in raw_ids]  # hash_key(eid)
+        when = [u64(a) + SEP + i for a, i in zip(ats, raw_ids, strict=True)]  # when_key(at, eid)
+        yield b"by_time", list(zip(when, sids, strict=True))
+        yield b"by_session", list(zip([s + SEP + w for s, w in zip(sids, when, strict=True)],
+                                      [kind.encode() for kind in kinds], strict=True))
+        yield b"derived", [(parent.encode() + SEP + eid.encode(), b"")
+                           for eid, parents in self.derived for parent in parents]
 
     def _fold_sessions(self, writer: Any, stored: list[StoredEntry]) -> None:
         """Add the run's entries to their sessions' statistics (``writer``'s) and
