@@ -32,16 +32,19 @@ __all__ = ["MAX_PROGRAM", "PATTERNS", "REPLACEMENT", "TIME_LIMIT", "Redactor", "
 REPLACEMENT = "[REDACTED]"
 # Python's \s for str (str.isspace), spelled for RE2, whose \s is ASCII only.
 _WS = r"\s\v\x{1c}-\x{1f}\x{85}\p{Z}"
+# Between a password's keyword and the secret: signs and linking words.
+_LINK = rf"(?:[{_WS}]*(?:[:=,;]|->|\b(?:is|was|set|to|now)\b))"
 PATTERNS: dict[str, str] = {
     "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
     # Long opaque tokens, including the common prefixed forms (sk-..., ghp_..., AKIA...).
     "api_key": r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
                r"|\b[A-Za-z0-9]{32,}\b",
-    # The word, then any of ``:``, ``=`` and the linking words of a sentence
-    # ("my password is hunter2", "password was set to x"), then the secret: the
-    # seed's pattern took "is" for the secret and kept the secret.
-    "password": rf"(?i)(?:\b(?:password|passwd|passphrase|passcode|pwd)\b"
-                rf"(?:[{_WS}]*(?:[:=]|\b(?:is|was|set|to|now)\b))*|\bpw[{_WS}]*[:=])[{_WS}]*[^{_WS}]+",
+    # The word (and "for <name>"), then any of ``: = , ; ->`` and the linking
+    # words of a sentence ("my password is hunter2", "password was set to x"),
+    # then the secret: the seed's pattern took "is" for the secret and kept it.
+    # ``pw`` needs a link or a sign before its secret.
+    "password": rf"(?i)(?:\b(?:passwords?|passwd|passphrase|passcode|pwd)\b"
+                rf"(?:[{_WS}]+for[{_WS}]+[^{_WS}]+)?{_LINK}*|\bpw\b{_LINK}+)[{_WS}]*[^{_WS}]+",
 }
 MAX_PROGRAM = 300
 TIME_LIMIT = 1.0

@@ -58,6 +58,11 @@ def test_redactor_counts_per_kind() -> None:
     ("passphrase: correct horse", "[REDACTED] horse"),
     ("pw: hunter2", "[REDACTED]"),
     ("PW=hunter2, later", "[REDACTED] later"),
+    ("my pw is hunter2", "my [REDACTED]"),
+    ("the password for root is hunter2", "the [REDACTED]"),
+    ("passwords: hunter2", "[REDACTED]"),
+    ("password, hunter2", "[REDACTED]"),
+    ("password -> hunter2", "[REDACTED]"),
 ])
 def test_a_password_in_a_sentence_goes_with_the_words_before_it(text: str, expected: str) -> None:
     """The linking words after the keyword (is, was, set, to) are not taken for the
