@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import signal
 import stat
 import threading
@@ -73,19 +74,21 @@ def check_private_dir(path: Path) -> None:
         info = os.stat(target)
     if info.st_uid != os.geteuid():
         raise UnsafeStoreError(f"{path} belongs to another user; memlog keeps its data in a directory "
-                               "of its own")
+                               "of its own" + _shared_hint(path, info.st_mode))
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise UnsafeStoreError(f"{path} can be written by others (mode {oct(stat.S_IMODE(info.st_mode))}); "
-                               + _private_hint(path, info.st_mode))
+        chmod = f": make it private first: chmod 700 {shlex.quote(str(path))}"
+        fix = _shared_hint(path, info.st_mode) or chmod
+        raise UnsafeStoreError(f"{path} can be written by others (mode {oct(stat.S_IMODE(info.st_mode))})"
+                               + fix)
 
 
-def _private_hint(path: Path, mode: int) -> str:
-    """How to get a private data directory: a shared one (sticky, like /tmp, or
-    writable by everyone) is not memlog's to change; a directory of its own inside it is."""
-    own = f"use a directory of memlog's own: mkdir -m 700 {path / 'memlog'}"
-    if mode & (stat.S_ISVTX | stat.S_IWOTH):
-        return own
-    return f"make it private if it is memlog's own (chmod 700 {path}), or {own}"
+def _shared_hint(path: Path, mode: int) -> str:
+    """For a shared directory with the sticky bit (``/tmp``), which is not
+    memlog's to change: a fresh private directory inside it, with a name no
+    one can guess (no one else can rename or replace it there)."""
+    if not mode & stat.S_ISVTX:
+        return ""
+    return f": use a private directory inside it: mktemp -d {shlex.quote(str(path))}/memlog.XXXXXXXX"
 
 
 def crashpoint(step: str) -> None:
