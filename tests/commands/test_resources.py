@@ -265,10 +265,11 @@ def test_a_resource_of_no_user_stays_out_of_a_users_context(mem: MemoryLog) -> N
     assert secret in text and common in text
 
 
-def test_a_resource_keyed_by_the_user_cannot_be_shared(mem: MemoryLog) -> None:
+def test_a_resource_keyed_by_the_user_or_session_cannot_be_shared(mem: MemoryLog) -> None:
     head = mem.log.head().seq
-    with pytest.raises(InvalidInputError, match="cannot be shared"):
-        mem.declare_resource({"id": "mine", "key": "{user_id}:{agent_id}", "token_limit": 10, "shared": True})
+    for key in ("{user_id}:{agent_id}", "{session_id}"):
+        with pytest.raises(InvalidInputError, match="cannot be shared"):
+            mem.declare_resource({"id": "mine", "key": key, "token_limit": 10, "shared": True})
     assert mem.log.head().seq == head and mem.resources() == []
 
 

@@ -84,7 +84,7 @@ _overrides: dict[str, dict[str, Any]] = {
     "resource.declared": dict(spec=st.builds(
         ResourceSpec, id=st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True), key=labels,
         token_limit=st.integers(1, 10**9), flush_threshold=units, flush_fraction=units,
-        ttl_seconds=st.none() | st.integers(1, 10**6), context_ratio=units,
+        ttl_seconds=st.none() | st.integers(1, 10**6), context_ratio=units, shared=st.booleans(),
         blocks=st.lists(st.builds(ResourceBlock, name=keys, priority=st.integers(0, 1000),
                                   ratio=st.none() | units, max_tokens=st.none() | st.integers(1, 10**6)),
                         max_size=3).map(tuple))),

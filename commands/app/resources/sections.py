@@ -5,12 +5,14 @@ session (its id, its user, and its agent when it has exactly one) adds one
 section per block that holds items, but nothing of another user: in the
 context of a session with a user, a resource whose key names neither the
 user nor the session (an agent's, or one for everyone: items of any user's
-turns may be in it) joins only when it is declared ``shared``. The resource may take ``context_ratio``
-of the context budget; each block takes the lower of ``ratio`` x that share
-and its ``max_tokens`` (a block with neither: the whole share). A block's
-section keeps its newest items that fit its allocation (title included), so
-under a tight budget the blocks keep their ratios; the fitting then trims
-them only after every other section but the handoff.
+turns may be in it) joins only when it is declared ``shared``.
+
+The resource may take ``context_ratio`` of the context budget; each block
+takes the lower of ``ratio`` x that share and its ``max_tokens`` (a block
+with neither: the whole share). A block's section keeps its newest items
+that fit its allocation (title included), so under a tight budget the
+blocks keep their ratios; the fitting then trims them only after every
+other section but the handoff.
 """
 
 from __future__ import annotations

@@ -127,13 +127,13 @@ def block_budgets(spec: ResourceSpec, total: int | None = None) -> dict[str, int
 
 def check_spec(spec: ResourceSpec) -> ResourceSpec:
     """Refuse a spec whose parts disagree: unknown key fields, a shared resource
-    keyed by the user, duplicate blocks, ratios over 1 in all, a default block
+    keyed by the user or the session, duplicate blocks, ratios over 1 in all, a default block
     that does not exist, a flush threshold of 0 (a ``flush_fraction`` of 0
     turns flushing off)."""
     fields = key_fields(spec.key)
-    if spec.shared and "user_id" in fields:
-        raise InvalidInputError(f"resource {spec.id}: a resource keyed by {{user_id}} is each user's own; "
-                                "it cannot be shared")
+    if spec.shared and ("user_id" in fields or "session_id" in fields):
+        raise InvalidInputError(f"resource {spec.id}: a resource keyed by {{user_id}} or {{session_id}} is "
+                                "one user's own; it cannot be shared")
     names = [b.name for b in spec.blocks]
     if len(set(names)) != len(names):
         raise InvalidInputError(f"resource {spec.id}: block names must be unique")
