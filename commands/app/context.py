@@ -1,7 +1,8 @@
 """The context builder: what an agent should know, within a token budget.
 
 Sections, in the order they are printed: project context, the user's memories
-and preferences, the latest handoff ("Last session"), relevant decisions and
+and preferences, the latest handoff ("Last session", or "Handoff (this
+session)" when it is the session's own), relevant decisions and
 lessons (found by search), open tasks, the recovery snapshot of the previous
 session, the session summary (only when the history was cut), and recent
 messages (without those a session summary stands for: :mod:`commands.app.summaries`).
@@ -50,7 +51,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, takewhile
 
-from eventstore import InvalidInputError, SessionNotFoundError, now_micros
+from eventstore import InvalidInputError, SessionNotFoundError, now_micros, shown
 from projections import EntryView, SearchQuery, SessionView, ViewReader
 
 from .fitting import Section, block, fit
@@ -90,7 +91,7 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int,
     """Assemble the block for ``session_id`` within ``budget`` tokens (as of a seq, if given)."""
     count = count_tokens or chars_over_four
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InvalidInputError(f"budget must be a positive number of tokens (got {budget!r})")
+        raise InvalidInputError(f"budget must be a positive number of tokens (got {shown(budget)})")
     if query is not None and (not isinstance(query, str) or len(query) > 1000):
         raise InvalidInputError("query must be a string of at most 1000 characters")
     sid = check_id(session_id, "session id")

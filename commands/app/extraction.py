@@ -235,8 +235,8 @@ def write_handoff(store: Store, session_id: str) -> str | None:
         last = list(islice((v for v in newest if v.entry is not None and v.entry.role in _ROLES),
                            HANDOFF_MESSAGES))
         own = _own_handoff(views, sid)
-    if not last or (own is not None and own > last[0].recorded_seq):
-        return None  # no conversation, or the agent's own handoff is newer than all of it
+    if not last or (own is not None and own >= last[0].occurred_at):
+        return None  # no conversation, or the agent's own handoff is as new as all of it
     last.reverse()
     lines = [f"[{_ROLES[v.entry.role]}]: {' '.join(v.entry.content.split())[:HANDOFF_CHARS]}"
              for v in last if v.entry is not None and v.entry.role is not None]
@@ -247,11 +247,11 @@ def write_handoff(store: Store, session_id: str) -> str | None:
 
 
 def _own_handoff(views: ViewReader, session_id: str) -> int | None:
-    """The seq of the session's newest handoff when an agent wrote it (not an
-    automatic one); None when there is none or the newest is automatic."""
+    """When the session's newest handoff (by the time it occurred, as the
+    context picks it) was written by an agent, not automatically: its time."""
     for view in views.session_entries(session_id, ("handoff",), newest_first=True):
         if view.entry is not None:
-            return None if AUTO_HANDOFF in view.entry.tags else view.recorded_seq
+            return None if AUTO_HANDOFF in view.entry.tags else view.occurred_at
     return None
 
 

@@ -83,6 +83,11 @@ def test_the_agents_own_handoff_is_kept_over_an_automatic_one(mem: MemoryLog) ->
     _talk(mem, later, 2)
     mem.close_session(later)
     assert len(mem.search(kinds=["handoff"])) == 3  # the conversation went on: an automatic one too
+    dated = mem.start_session(user_id="alice")  # "newer" is by the time it occurred, as the context reads
+    _talk(mem, dated, 2)
+    mem.record_handoff(dated, content="Next: an old note", occurred_at="2020-01-01T00:00:00Z")
+    mem.close_session(dated)
+    assert len(mem.search(kinds=["handoff"])) == 5
 
 
 def test_no_message_no_handoff(mem: MemoryLog) -> None:
