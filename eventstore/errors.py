@@ -357,14 +357,18 @@ _SHOWN = 40  # characters of a refused value that an error message repeats
 
 
 def shown(value: object) -> str:
-    """A refused value as an error message repeats it: its ``repr``, cut to 40
-    characters with its length named (a long "id" may be text pasted in the
-    wrong place, and messages hold no content)."""
+    """A refused value as an error message repeats it: its ``repr`` when that
+    is at most 40 characters (an id with a typo), else only its type and size
+    (a long "id" may be text pasted in the wrong place, and messages hold no
+    content)."""
     text = repr(value)
     if len(text) <= _SHOWN:
         return text
-    size = len(value) if isinstance(value, str | bytes) else len(text)
-    return f"{text[:_SHOWN]}... ({size} characters)"
+    if isinstance(value, str):
+        return f"a text of {len(value)} characters"
+    if isinstance(value, bytes | bytearray):
+        return f"{len(value)} bytes"
+    return f"a {type(value).__name__} value"
 
 
 # Every code memlog prints, in the order of the table in docs/cli.md.

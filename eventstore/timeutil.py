@@ -17,7 +17,7 @@ import time
 from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, shown
 
 __all__ = [
     "MAX_MICROS",
@@ -46,7 +46,7 @@ def parse_time(text: str) -> int:
         value = datetime.fromisoformat(raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw)
     except ValueError:
         raise InvalidInputError(
-            f"invalid time {text!r}: use ISO 8601 with a zone, e.g. 2026-01-11T10:00:00Z"
+            f"invalid time {shown(text)}: use ISO 8601 with a zone, e.g. 2026-01-11T10:00:00Z"
         ) from None
     return to_micros(value)
 

@@ -78,7 +78,7 @@ def test_a_long_refused_value_is_cut_in_the_message(tmp_path: Path) -> None:
     pasted = "my card number is 4111 " * 14
     with MemoryLog.open(tmp_path / "m") as mem, pytest.raises(InvalidInputError) as caught:
         mem.start_session(user_id=pasted)
-    assert pasted not in str(caught.value) and f"({len(pasted)} characters)" in str(caught.value)
+    assert "card" not in str(caught.value) and f"a text of {len(pasted)} characters" in str(caught.value)
     with EventLog.open(tmp_path / "log") as log, pytest.raises(InvalidEventError) as raised:
         log.append(pasted, [SessionStarted(session_id="s1")], actor="t")
-    assert pasted not in str(raised.value) and "characters)" in str(raised.value)
+    assert "card" not in str(raised.value) and "characters" in str(raised.value)

@@ -85,8 +85,7 @@ async def _record_all(c: Conn, a: Alice, sid: str) -> None:
 async def _alice_scenario(a: Alice) -> None:
     seen = a.seen
     async with serve(a.store, "--user", "alice", "--agent", "coder", errlog=a.errlog) as c:
-        seen["tools"] = await c.tools()
-        seen["server"] = c.server
+        seen["tools"], seen["server"] = await c.tools(), c.server
         seen["templates"] = [t.uri_template for t in
                              (await c.session.list_resource_templates()).resource_templates]
         session = await c.call("start_session", tags=["payments"])

@@ -149,7 +149,7 @@ def check_rates(rates: object) -> dict[str, float]:
     for kind, rate in rates.items():
         check_choice(kind, "kind", ENTRY_KINDS)
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < math.inf:
-            raise InvalidInputError(f"decay rate for {kind} must be a finite number >= 0 (got {rate!r})")
+            raise InvalidInputError(f"decay rate for {kind} must be a finite number >= 0 (got {shown(rate)})")
         out[kind] = float(rate)
     return out
 

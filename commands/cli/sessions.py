@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eventstore import InvalidInputError
+from eventstore import InvalidInputError, shown
 
 from ..memory import MemoryLog
 from .base import Context, pass_context
@@ -19,7 +19,7 @@ def parse_meta(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InvalidInputError(f"--meta takes KEY=VALUE, got {pair!r}")
+            raise InvalidInputError(f"--meta takes KEY=VALUE, got {shown(pair)}")
         out[key] = value
     return out
 
