@@ -115,12 +115,14 @@ class Projections(ProjectionDir):
         assert self.views is not None
         if head <= self._views_at:
             return self._views_at  # this process saw the views there; they only move on
-        done = self.views.checkpoint()
+        start = done = self.views.checkpoint()
         while done < head:
             upto = min(head, done + _VIEW_CHUNK)
             done = self.views.apply(functools.partial(_after, self.log, upto), upto)
             if progress:
                 progress(done)
+        if done - start >= fit.ONE_PASS_EVENTS:  # a long catch-up: the runs' freed heap back to the system
+            fit.return_freed_memory()
         self._views_at = done
         return done
 
