@@ -32,19 +32,23 @@ __all__ = ["MAX_PROGRAM", "PATTERNS", "REPLACEMENT", "TIME_LIMIT", "Redactor", "
 REPLACEMENT = "[REDACTED]"
 # Python's \s for str (str.isspace), spelled for RE2, whose \s is ASCII only.
 _WS = r"\s\v\x{1c}-\x{1f}\x{85}\p{Z}"
-# Between a password's keyword and the secret: signs and linking words.
-_LINK = rf"(?:[{_WS}]*(?:[:=,;]|->|\b(?:is|was|set|to|now)\b))"
+# Between a password's keyword and the secret: signs (``:``, ``=``, ``,``,
+# ``->``, ``=>``, dashes, arrows) and the linking words of a sentence.
+_LINK = rf"(?:[{_WS}]*(?:[:=,;>\x{{2192}}\x{{2013}}\x{{2014}}-]+|\b(?:is|was|set|to|now)\b))"
+# "for <one to three words>" then a link: "password for the admin account is x".
+_FOR = rf"(?:[{_WS}]+for(?:[{_WS}]+[^{_WS}]+){{1,3}}?{_LINK}+)"
+# A keyword (after a word boundary or an underscore: DB_PASSWORD), maybe quoted
+# ("password": ...), then what stands before the secret; ``pw`` needs a link.
+_KEYWORD = (rf"(?:(?:\b|_)(?:passwords?|passwd|passphrase|passcode|pwd)\b[\"']?(?:{_FOR}|{_LINK}*)"
+            rf"|\bpw\b[\"']?(?:{_FOR}|{_LINK}+))")
 PATTERNS: dict[str, str] = {
     "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
     # Long opaque tokens, including the common prefixed forms (sk-..., ghp_..., AKIA...).
     "api_key": r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
                r"|\b[A-Za-z0-9]{32,}\b",
-    # The word (and "for <name>"), then any of ``: = , ; ->`` and the linking
-    # words of a sentence ("my password is hunter2", "password was set to x"),
-    # then the secret: the seed's pattern took "is" for the secret and kept it.
-    # ``pw`` needs a link or a sign before its secret.
-    "password": rf"(?i)(?:\b(?:passwords?|passwd|passphrase|passcode|pwd)\b"
-                rf"(?:[{_WS}]+for[{_WS}]+[^{_WS}]+)?{_LINK}*|\bpw\b{_LINK}+)[{_WS}]*[^{_WS}]+",
+    # Keywords and links, repeated ("the password, password: x"), then the secret:
+    # the seed's pattern took "is" for the secret and kept it.
+    "password": rf"(?i)(?:{_KEYWORD}[{_WS}]*)+[^{_WS}]+",
 }
 MAX_PROGRAM = 300
 TIME_LIMIT = 1.0

@@ -63,6 +63,13 @@ def test_redactor_counts_per_kind() -> None:
     ("passwords: hunter2", "[REDACTED]"),
     ("password, hunter2", "[REDACTED]"),
     ("password -> hunter2", "[REDACTED]"),
+    ("Reset the password, password: hunter2", "Reset the [REDACTED]"),
+    ("pw for root is hunter2", "[REDACTED]"),
+    ("the password for the admin account is hunter2", "the [REDACTED]"),
+    ("password => hunter2", "[REDACTED]"),
+    ("password \u2192 hunter2", "[REDACTED]"),
+    ('{"password": "hunter2"}', '{"[REDACTED]'),
+    ("DB_PASSWORD=hunter2", "DB[REDACTED]"),
 ])
 def test_a_password_in_a_sentence_goes_with_the_words_before_it(text: str, expected: str) -> None:
     """The linking words after the keyword (is, was, set, to) are not taken for the

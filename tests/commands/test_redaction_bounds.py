@@ -53,7 +53,8 @@ def test_builtin_patterns_on_adversarial_mebibytes() -> None:
                                              "password_repeated", "password_spaces"}
     assert not any(r["refused"] for r in builtin)
     by = {(r["input"], r["pattern"]): r["matches"] for r in builtin}
-    assert by["emails", "email"] > 100_000 and by["password_words", "password"] > 50_000
+    assert by["emails", "email"] > 100_000
+    assert by["password_words", "password"] == 1  # keywords in a row, then the last word: one span
     assert by["local_part_run", "email"] == 0 and by["alnum_run", "api_key"] == 1
     custom = {r["pattern"]: r for r in data["rows"] if r["pattern"] not in redaction.PATTERNS}
     assert custom["many_lookahead"]["refused"] and not custom["(a+)+$"]["refused"]
