@@ -74,21 +74,31 @@ def check_private_dir(path: Path) -> None:
         info = os.stat(target)
     if info.st_uid != os.geteuid():
         raise UnsafeStoreError(f"{path} belongs to another user; memlog keeps its data in a directory "
-                               "of its own" + _shared_hint(path, info.st_mode))
+                               f"of its own: {_elsewhere(path, info.st_mode)}")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        chmod = f": make it private first: chmod 700 {shlex.quote(str(path))}"
-        fix = _shared_hint(path, info.st_mode) or chmod
-        raise UnsafeStoreError(f"{path} can be written by others (mode {oct(stat.S_IMODE(info.st_mode))})"
+        fix = _inside(path) if info.st_mode & stat.S_ISVTX else f"make it private: chmod 700 {_q(path)}"
+        raise UnsafeStoreError(f"{path} can be written by others (mode {oct(stat.S_IMODE(info.st_mode))}); "
                                + fix)
 
 
-def _shared_hint(path: Path, mode: int) -> str:
-    """For a shared directory with the sticky bit (``/tmp``), which is not
-    memlog's to change: a fresh private directory inside it, with a name no
-    one can guess (no one else can rename or replace it there)."""
-    if not mode & stat.S_ISVTX:
-        return ""
-    return f": use a private directory inside it: mktemp -d {shlex.quote(str(path))}/memlog.XXXXXXXX"
+def _elsewhere(path: Path, mode: int) -> str:
+    """The fix for a directory of another user: a private one inside it when it
+    is shared with the sticky bit (``/tmp``) and open to this user, else one of
+    the user's own."""
+    if mode & stat.S_ISVTX and os.access(path, os.W_OK | os.X_OK):
+        return _inside(path)
+    return "give --dir (or MEMLOG_DIR) a directory you own"
+
+
+def _inside(path: Path) -> str:
+    """A shared directory with the sticky bit is not memlog's to change: a fresh
+    private directory inside it, named so that no one can guess it first (the
+    sticky bit keeps others from renaming or replacing it)."""
+    return f"use a private directory inside it as --dir: mktemp -d {_q(path)}/memlog.XXXXXXXX"
+
+
+def _q(path: Path) -> str:
+    return shlex.quote(str(path))
 
 
 def crashpoint(step: str) -> None:

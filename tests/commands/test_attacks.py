@@ -14,6 +14,7 @@ import pytest
 
 from commands import MemoryLog
 from eventstore import UnsafeStoreError
+from eventstore.storage import safety
 
 
 def _store(root: Path) -> str:
@@ -53,6 +54,21 @@ def test_a_directory_others_can_write_to_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsafeStoreError, match=r"mktemp -d .*open/memlog\.XXXXXXXX") as caught:
         MemoryLog.open(root)
     assert "chmod" not in str(caught.value) and list(root.iterdir()) == []
+    root.chmod(0o700)
+
+
+@pytest.mark.parametrize(("mode", "fix"), [(0o1777, "mktemp -d"), (0o755, "a directory you own")])
+def test_a_directory_of_another_user_gets_a_fix_that_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           mode: int, fix: str) -> None:
+    """Another user's /tmp: a private directory inside it; another user's home: one's own."""
+    root = tmp_path / "theirs"
+    root.mkdir()
+    root.chmod(mode)
+    monkeypatch.setattr(safety.os, "geteuid", lambda: os.getuid() + 1)
+    with pytest.raises(UnsafeStoreError, match="belongs to another user") as caught:
+        MemoryLog.open(root)
+    assert fix in str(caught.value) and "chmod" not in str(caught.value)
+    monkeypatch.undo()
     root.chmod(0o700)
 
 
