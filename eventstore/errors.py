@@ -359,16 +359,19 @@ _SHOWN = 40  # characters of a refused value that an error message repeats
 def shown(value: object) -> str:
     """A refused value as an error message repeats it: its ``repr`` when that
     is at most 40 characters (an id with a typo), else only its type and size
-    (a long "id" may be text pasted in the wrong place, and messages hold no
-    content)."""
+    in angle brackets (a long "id" may be text pasted in the wrong place, and
+    messages hold no content)."""
+    if isinstance(value, int) and value.bit_length() > 128:  # repr may refuse (int_max_str_digits)
+        return "<a very large number>"
     text = repr(value)
     if len(text) <= _SHOWN:
         return text
     if isinstance(value, str):
-        return f"a text of {len(value)} characters"
+        return f"<a text of {len(value)} characters>"
     if isinstance(value, bytes | bytearray):
-        return f"{len(value)} bytes"
-    return f"a {type(value).__name__} value"
+        return f"<{len(value)} bytes>"
+    name = type(value).__name__
+    return f"<{'an' if name[:1] in 'aeiou' else 'a'} {name} value>"
 
 
 # Every code memlog prints, in the order of the table in docs/cli.md.

@@ -166,7 +166,7 @@ class EventLog:
             InvalidInputError: ``seq`` is not an int >= 0.
         """
         if type(seq) is not int or seq < 0:
-            raise InvalidInputError(f"a seq is an int >= 0, not {seq!r}")
+            raise InvalidInputError(f"a seq is an int >= 0, not {shown(seq)}")
         return self.backend.chain_at(seq)
 
     def stream_version(self, stream: str) -> int:

@@ -65,7 +65,7 @@ def parse_point(value: datetime | str | int) -> Point:
     if isinstance(value, str) and value.strip().startswith("@"):
         raw = value.strip()[1:]
         if not raw.isdigit() or not raw.isascii():
-            raise InvalidInputError(f"invalid seq {value!r}: use @N with N >= 0, e.g. @120")
+            raise InvalidInputError(f"invalid seq {shown(value)}: use @N with N >= 0, e.g. @120")
         return Point(int(raw), None)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:

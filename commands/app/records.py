@@ -23,6 +23,7 @@ from eventstore import (
     EntryUpdated,
     InvalidInputError,
     MemorySaved,
+    shown,
 )
 from projections import DEFAULT_RATES
 
@@ -237,9 +238,9 @@ def memory_page(store: Store, user_id: str, limit: object = None, offset: object
     uid = check_id(user_id, "user id")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or not 1 <= limit <= 1000):
-        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {limit!r})")
+        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {shown(limit)})")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"offset must be an integer >= 0 (got {offset!r})")
+        raise InvalidInputError(f"offset must be an integer >= 0 (got {shown(offset)})")
     with store.read(as_of) as views:
         found = views.memories(uid)
     end = len(found) if limit is None else offset + limit

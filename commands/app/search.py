@@ -15,6 +15,7 @@ from eventstore import (
     InvalidInputError,
     format_micros,
     now_micros,
+    shown,
 )
 from projections import MemoryView, Ranked, Scope, SearchQuery, ViewReader
 
@@ -45,7 +46,7 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
         raise InvalidInputError("query text must be a string of at most 1000 characters")
     kinds_t = tuple(check_choice(k, "type", ENTRY_KINDS) for k in (kinds or ()))
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {limit!r})")
+        raise InvalidInputError(f"limit must be an integer from 1 to 1000 (got {shown(limit)})")
     check_choice(sort, "sort", SORTS)
     floor = check_unit(min_relevance, "min_relevance")
     if floor is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from eventstore import ROLES, InvalidInputError
+from eventstore import ROLES, InvalidInputError, shown
 
 from ..app.resources.handle import ResourceHandle
 from ..memory import MemoryLog
@@ -39,11 +39,14 @@ def _handle(mem: MemoryLog, resource_id: str, user_id: str | None, session_id: s
     return mem.resource(resource_id, user_id=user_id, session_id=session_id, agent_id=agent_id)
 
 
+_BLOCK_FORM = "--block takes NAME[:PRIORITY[:RATIO[:MAX_TOKENS]]], got "
+
+
 def parse_block(text: str) -> dict[str, Any]:
     """``NAME[:PRIORITY[:RATIO[:MAX_TOKENS]]]`` as a block mapping (empty parts skipped)."""
     parts = text.split(":")
     if len(parts) > 4 or not parts[0]:
-        raise InvalidInputError(f"--block takes NAME[:PRIORITY[:RATIO[:MAX_TOKENS]]], got {text!r}")
+        raise InvalidInputError(_BLOCK_FORM + shown(text))
     out: dict[str, Any] = {"name": parts[0]}
     try:
         for name, kind, raw in zip(("priority", "ratio", "max_tokens"), (int, float, int), parts[1:],
@@ -51,7 +54,7 @@ def parse_block(text: str) -> dict[str, Any]:
             if raw:
                 out[name] = kind(raw)
     except ValueError:
-        raise InvalidInputError(f"--block takes NAME[:PRIORITY[:RATIO[:MAX_TOKENS]]], got {text!r}") from None
+        raise InvalidInputError(_BLOCK_FORM + shown(text)) from None
     return out
 
 
