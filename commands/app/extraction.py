@@ -225,7 +225,8 @@ def _write(store: Store, sid: str, found: list[Found], skipped: dict[str, int], 
 
 def write_handoff(store: Store, session_id: str) -> str | None:
     """Record the session's automatic handoff (its last 6 messages of the
-    conversation); None when it has none."""
+    conversation); None when it has none, or when the session's newest
+    handoff is the agent's own and occurred no earlier than those messages."""
     sid = check_id(session_id, "session id")
     with store.read() as views:
         session = views.session(sid)
@@ -248,7 +249,8 @@ def write_handoff(store: Store, session_id: str) -> str | None:
 
 def _own_handoff(views: ViewReader, session_id: str) -> int | None:
     """When the session's newest handoff (by the time it occurred, as the
-    context picks it) was written by an agent, not automatically: its time."""
+    context picks it) was written by an agent, not automatically: its time;
+    None otherwise (no handoff, or an automatic one)."""
     for view in views.session_entries(session_id, ("handoff",), newest_first=True):
         if view.entry is not None:
             return None if AUTO_HANDOFF in view.entry.tags else view.occurred_at

@@ -65,7 +65,9 @@ def return_freed_memory() -> None:
     indexing memory when they commit, but glibc keeps it in their threads'
     malloc arenas, where the next pass's threads did not reuse it: a 1M
     replay's second pass peaked at 619 MB of anonymous memory without this,
-    491 MB with it (phase peaks of one replay, sampled)."""
+    491 MB with it (phase peaks of one replay, sampled). A long views
+    catch-up calls it too: the views' freed heap stays in the main thread's
+    arena, which the writers' threads do not reuse."""
     try:
         import ctypes  # (here: a Python without ctypes or dlopen still runs memlog)
 

@@ -133,7 +133,7 @@ def check_spec(spec: ResourceSpec) -> ResourceSpec:
     fields = key_fields(spec.key)
     if spec.shared and ("user_id" in fields or "session_id" in fields):
         raise InvalidInputError(f"resource {spec.id}: a resource keyed by {{user_id}} or {{session_id}} is "
-                                "one user's own; it cannot be shared")
+                                "one user's or one session's own; it cannot be shared")
     names = [b.name for b in spec.blocks]
     if len(set(names)) != len(names):
         raise InvalidInputError(f"resource {spec.id}: block names must be unique")
