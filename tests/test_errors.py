@@ -82,3 +82,9 @@ def test_a_long_refused_value_is_cut_in_the_message(tmp_path: Path) -> None:
     with EventLog.open(tmp_path / "log") as log, pytest.raises(InvalidEventError) as raised:
         log.append(pasted, [SessionStarted(session_id="s1")], actor="t")
     assert "card" not in str(raised.value) and "characters" in str(raised.value)
+
+
+def test_shown_names_what_it_does_not_repeat() -> None:
+    assert errors.shown("s1") == "'s1'" and errors.shown("x" * 50) == "<a text of 50 characters>"
+    assert errors.shown(10**5000) == "<a very large number>"  # repr would raise ValueError
+    assert errors.shown(list(range(30))) == "<a list value>" and errors.shown(b"x" * 60) == "<60 bytes>"
