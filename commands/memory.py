@@ -328,8 +328,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
                 count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
         """A context block for a prompt, within a token budget (see :mod:`commands.app.context`)."""
-        budget = self.settings.context_budget_tokens if budget_tokens is None else budget_tokens
-        return build_context(self.store, session_id, query, budget, count_tokens)
+        return build_context(self.store, session_id, query, budget_tokens, count_tokens)
 
     # -- audit --------------------------------------------------------------
 

@@ -106,8 +106,7 @@ class PointInTime:
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
                 count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
         """The context block as it would have been built at the point."""
-        budget = self.store.settings.context_budget_tokens if budget_tokens is None else budget_tokens
-        return build_context(self.store, session_id, query, budget, count_tokens, as_of=self.seq,
+        return build_context(self.store, session_id, query, budget_tokens, count_tokens, as_of=self.seq,
                              now=self.time)
 
 

@@ -89,8 +89,7 @@ def recover(store: Store, user_id: str, agent_id: str | None = None, *, now: int
         found = next(views.checkpoints(uid, aid), None)
     if found is None or (days and when - found.at > days * _DAY):
         return None
-    budget = store.settings.context_budget_tokens if budget_tokens is None else budget_tokens
-    block = build_context(store, found.session_id, None, budget, as_of=found.seq, now=found.at)
+    block = build_context(store, found.session_id, None, budget_tokens, as_of=found.seq, now=found.at)
     with store.read(found.seq) as views:
         newest = list(islice(views.session_entries(found.session_id, ("message",), newest_first=True),
                              RECOVERY_MESSAGES))

@@ -85,11 +85,15 @@ def chars_over_four(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def build_context(store: Store, session_id: str, query: str | None, budget: int,
+def build_context(store: Store, session_id: str, query: str | None, budget: int | None,
                   count_tokens: Callable[[str], int] | None = None, as_of: int | None = None,
                   now: int | None = None) -> ContextBlock:
-    """Assemble the block for ``session_id`` within ``budget`` tokens (as of a seq, if given)."""
+    """Assemble the block for ``session_id`` within ``budget`` tokens (None: the
+    settings' ``context_budget_tokens``; 0 is refused, not taken for None), as
+    of a seq, if given."""
     count = count_tokens or chars_over_four
+    if budget is None:
+        budget = store.settings.context_budget_tokens
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InvalidInputError(f"budget must be a positive number of tokens (got {shown(budget)})")
     if query is not None and (not isinstance(query, str) or len(query) > 1000):

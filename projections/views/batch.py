@@ -43,8 +43,8 @@ from ..models import SessionStats, StoredEntry
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
-from .keys import SEP, rank_value, u64, unpack_u64
-from .scopes import add_count
+from .keys import SEP, rank_value, u64
+from .scopes import add_count, get_count
 
 __all__ = ["RUN_LIMIT", "EntryRun"]
 
@@ -164,8 +164,7 @@ class EntryRun:
             writer.session_stats[sid] = SessionStats(
                 counts, prev.entries + len(group), prev.bytes + sum([s.size for s in group]),
                 max(prev.last_activity, max([s.recorded_at for s in group])))
-            raw = self.txn.get(b"X" + sid.encode(), db=formation)
-            upto = 0 if raw is None else unpack_u64(raw)
+            upto = get_count(self.txn, formation, b"X" + sid.encode()) or 0
             added = sum([1 for s in group if s.kind == "message" and s.recorded_seq > upto])
             if added:
                 add_count(self.txn, formation, b"U" + sid.encode(), added)
