@@ -25,6 +25,7 @@ from ._checks import Problem, layout_of, link_target, search_problem, views_prob
 from ._dirs import file_lock, mark_layout, point_link, wipe_replaced
 from .embed import Embedder, VectorIndex
 from .search import SearchIndex, broken_index
+from .search.cache import SearchCache
 from .search.fit import shards_for
 from .views import ViewStore
 
@@ -71,7 +72,7 @@ class ProjectionDir:
         self._indexed_head = -1
         self._vectors_head = -1
         self._views_at = -1
-        self.payloads: dict[int, object] = {}  # search's cache of log events by seq (see rank)
+        self.search_cache = SearchCache()  # searches' payloads and views (see search.cache)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -198,7 +199,7 @@ class ProjectionDir:
             self._open()
 
     def _close_stores(self) -> None:
-        self.payloads.clear()
+        self.search_cache.clear()
         if self.vectors is not None:
             self.vectors.close()
             self.vectors = None

@@ -292,11 +292,11 @@ class Projections(ProjectionDir):
         if reader is not None:
             assert self.search_index is not None
             return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder,
-                        self.payloads)
+                        self.search_cache)
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
             return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder,
-                        self.payloads)
+                        self.search_cache)
 
     # -- physical purge -----------------------------------------------------
 
@@ -321,7 +321,7 @@ class Projections(ProjectionDir):
         shards = set(range(len(index.shards))) if every_shard else {index.shard_of(e) for e in entry_ids}
         self.catch_up(search=True, rebuilding=shards)
         forget_texts()  # no deleted text stays in this process's term-count cache
-        self.payloads.clear()  # nor in its payload cache
+        self.search_cache.clear()  # nor in its payloads and views
         started = time.perf_counter()
         rewritten: list[str] = []
         # The vectors' compacting copies (of the partitions that lost a vector;

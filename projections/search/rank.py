@@ -19,9 +19,7 @@ important, often-read first); ``sort`` newest/oldest orders by event time.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -32,6 +30,7 @@ from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
 from .bm25 import Stats, collect_stats, held_text_score, text_score
+from .cache import SearchCache, cached_reads
 from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
@@ -44,7 +43,6 @@ _HOUR = 3_600_000_000
 _W_TEXT, _W_TIME, _W_IMPORTANCE, _W_ACCESS = (
     WEIGHTS["text"], WEIGHTS["time"], WEIGHTS["importance"], WEIGHTS["access"])
 _NO_ACCESS = AccessView()
-_PAYLOADS_MAX = 4096  # events a search's payload cache holds (emptied when full)
 
 
 class Tuning(msgspec.Struct):
@@ -92,54 +90,15 @@ class _Candidate(NamedTuple):
 
 
 def rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
-         now: int, vectors: Any = None, embedder: Any = None, payloads: dict[int, Any] | None = None,
+         now: int, vectors: Any = None, embedder: Any = None, cache: SearchCache | None = None,
          ) -> Ranking:
     """The entries ``query`` finds (as of a seq, if given), ranked by relevance
     (or time) at ``now`` and cut to the limit; only shown (live or redacted)
     entries are returned. ``vectors`` and ``embedder`` (Contract 2) allow the
-    semantic and hybrid modes (:mod:`.fusion`). ``payloads``: the caller's
-    cache of the log's events by seq (see :func:`cached_payloads`)."""
-    with cached_payloads(views, payloads):
+    semantic and hybrid modes (:mod:`.fusion`). ``cache``: the caller's
+    :class:`~.cache.SearchCache` of payloads and views, for current reads."""
+    with cached_reads(views, cache):
         return _rank(index, views, query, as_of, now, vectors, embedder)
-
-
-@contextlib.contextmanager
-def cached_payloads(views: ViewReader, cache: dict[int, Any] | None) -> Iterator[None]:
-    """Serve ``views``' reads of log payloads from ``cache`` (seq -> event)
-    for the block: reading and checking a candidate's payload is the largest
-    part of a search on a small store (~15 µs of each candidate's ~30 µs).
-
-    Only for current reads (``views.as_of`` None): the current version of an
-    entry never points at an erased payload (a deletion leaves it none, a
-    redaction points it at the redacted copy), while an older version can;
-    so a payload erased since it was cached is never asked for. The owner
-    empties the cache on every purge and close (:class:`~projections.Projections`),
-    as :func:`~.bm25.forget_texts` does for the term counts.
-    """
-    if cache is None or views.as_of is not None:
-        yield
-        return
-    fetch = views.events_at
-
-    def events_at(seqs: Sequence[int]) -> list[Any]:
-        # From a local copy: another thread's search may empty the cache meanwhile.
-        found = {seq: cache.get(seq) for seq in seqs}
-        missing = [seq for seq, event in found.items() if event is None]
-        if missing:
-            fetched = fetch(missing)
-            if len(cache) + len(missing) > _PAYLOADS_MAX:
-                cache.clear()
-            for seq, event in zip(missing, fetched, strict=True):
-                found[seq] = event
-                if event is not None:
-                    cache[seq] = event
-        return [found[seq] for seq in seqs]
-
-    views.events_at = events_at
-    try:
-        yield
-    finally:
-        views.events_at = fetch
 
 
 def _rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int | None,
@@ -200,33 +159,32 @@ def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int,
 
 def _signals(candidates: list[_Candidate], text: str) -> list[_Candidate]:
     """The text scores with what surrounds each entry: its neighbouring turns,
-    its session's strength, and the period the query names (:mod:`.signals`)."""
+    its session's strength, and the period the query names (:mod:`.signals`).
+    They are worked on as one column of floats; a candidate whose score moved
+    is rebuilt once, at the end."""
+    sessions = [c.view.session_id if isinstance(c.view, EntryView) else None for c in candidates]
+    texts = [c.text for c in candidates]
     if TUNING.neighbour:
-        candidates = _neighbours(candidates, TUNING.neighbour)
-    sessions = [getattr(c.view, "session_id", None) if isinstance(c.view, EntryView) else None
-                for c in candidates]
-    candidates = by_session(candidates, sessions, TUNING.session)
-    dated: list[_Candidate] = by_date(candidates, text, TUNING.dates)
-    return dated
+        texts = _neighbours(candidates, texts, sessions, TUNING.neighbour)
+    texts = by_session(texts, sessions, TUNING.session)
+    texts = by_date(texts, [c.occurred_at for c in candidates], text, TUNING.dates)
+    return [c if t == c.text else with_text(c, t) for c, t in zip(candidates, texts, strict=True)]
 
 
-def _neighbours(candidates: list[_Candidate], share: float) -> list[_Candidate]:
-    """Each entry gains ``share`` of the better text score of the candidates
-    recorded just before and after it in its session (a conversation's
-    answer is often the turn after the question's words)."""
-    by_seq = {c.rseq: c for c in candidates if isinstance(c.view, EntryView)}
-
-    def near(c: _Candidate, seq: int) -> float:
-        other = by_seq.get(seq)
-        if other is None or getattr(other.view, "session_id", None) != getattr(c.view, "session_id", 1):
-            return 0.0
-        return other.text
-
+def _neighbours(candidates: list[_Candidate], texts: list[float], sessions: list[str | None],
+                share: float) -> list[float]:
+    """Each entry's text score (``texts``) gains ``share`` of the better text
+    score of the candidates recorded just before and after it in its session
+    (a conversation's answer is often the turn after the question's words)."""
+    at = {c.rseq: i for i, c in enumerate(candidates) if isinstance(c.view, EntryView)}
     out = []
-    for c in candidates:  # (replacing only what gains)
-        shown = c.text >= 0 and isinstance(c.view, EntryView)
-        gain = max(near(c, c.rseq - 1), near(c, c.rseq + 1)) if shown else 0.0
-        out.append(with_text(c, c.text + share * gain) if gain else c)
+    for i, (c, text) in enumerate(zip(candidates, texts, strict=True)):
+        gain = 0.0
+        if text >= 0 and isinstance(c.view, EntryView):
+            for j in (at.get(c.rseq - 1), at.get(c.rseq + 1)):
+                if j is not None and sessions[j] == sessions[i] and texts[j] > gain:
+                    gain = texts[j]
+        out.append(text + share * gain if gain else text)
     return out
 
 
@@ -277,7 +235,7 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
     inputs = views.rank_inputs(h.rseq for h in hits)
     found = [(h, inp) for h, inp in zip(hits, inputs, strict=True) if inp is not None]
     accessed = views.any_access()
-    # A current search's entries come from the payload cache, the same objects
+    # A current search's entries come from the search cache, the same objects
     # search after search: their counts are held by the object. As of a seq,
     # every read makes new objects, so the counts are found by the text.
     current = views.as_of is None

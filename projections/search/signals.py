@@ -26,9 +26,9 @@ __all__ = ["by_date", "by_session", "period_of", "with_text"]
 
 def with_text(candidate: Any, text: float) -> Any:
     """``candidate`` (a named tuple whose first field is its text score) with
-    ``text`` instead: ``_replace(text=...)`` without its keyword machinery
-    (a third of its cost, paid for most candidates of every search)."""
+    ``text`` instead: ``_replace(text=...)`` without its keyword machinery."""
     return type(candidate)(text, *candidate[1:])
+
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
@@ -48,39 +48,38 @@ def period_of(text: str) -> tuple[int | None, int | None] | None:
             int(year.group(1)) if year else None)
 
 
-def by_date(candidates: Sequence[Any], query_text: str, share: float) -> list[Any]:
-    """Candidates (rank's NamedTuples, with ``text`` and ``occurred_at``) whose
-    event time falls in the month/year the query names gain ``share`` of their
-    text score."""
+def by_date(texts: Sequence[float], times: Sequence[int], query_text: str, share: float) -> list[float]:
+    """The candidates' text scores, those of the ones whose event time
+    (``times``, µs) falls in the month/year the query names gaining ``share``
+    of themselves."""
     period = period_of(query_text) if share else None
     if period is None:
-        return list(candidates)
+        return list(texts)
     month, year = period
 
     def inside(micros: int) -> bool:
         when = datetime.fromtimestamp(micros / 1e6, UTC)
         return (month is None or when.month == month) and (year is None or when.year == year)
 
-    return [with_text(c, c.text * (1 + share)) if c.text > 0 and inside(c.occurred_at) else c
-            for c in candidates]
+    return [t * (1 + share) if t > 0 and inside(at) else t for t, at in zip(texts, times, strict=True)]
 
 
-def by_session(candidates: Sequence[Any], sessions: Sequence[str | None], share: float) -> list[Any]:
-    """Each candidate with a text score gains ``share`` x its session's strength
-    (its best text scores summed, relative to the best session's) x the best
-    text score. ``sessions``: each candidate's session (None: no session)."""
+def by_session(texts: Sequence[float], sessions: Sequence[str | None], share: float) -> list[float]:
+    """The candidates' text scores, each with one (>= 0) gaining ``share`` x its
+    session's strength (its best text scores summed, relative to the best
+    session's) x the best text score. ``sessions``: each candidate's session
+    (None: no session)."""
     if not share:
-        return list(candidates)
+        return list(texts)
     scores: dict[str, list[float]] = {}
-    for c, sid in zip(candidates, sessions, strict=True):
-        if sid is not None and c.text > 0:
-            scores.setdefault(sid, []).append(c.text)
+    for t, sid in zip(texts, sessions, strict=True):
+        if sid is not None and t > 0:
+            scores.setdefault(sid, []).append(t)
     strength = {s: sum(sorted(v, reverse=True)[:_TOP_PER_SESSION]) for s, v in scores.items()}
     best_session = max(strength.values(), default=0.0)
-    best_text = max((c.text for c in candidates), default=0.0)
+    best_text = max(texts, default=0.0)
     if best_session <= 0 or best_text <= 0:
-        return list(candidates)
+        return list(texts)
     unit = share * best_text / best_session
-    return [with_text(c, c.text + unit * strength[sid])
-            if c.text >= 0 and sid is not None and strength.get(sid) else c
-            for c, sid in zip(candidates, sessions, strict=True)]
+    return [t + unit * strength[sid] if t >= 0 and sid is not None and strength.get(sid) else t
+            for t, sid in zip(texts, sessions, strict=True)]

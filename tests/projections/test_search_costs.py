@@ -1,6 +1,6 @@
 """What the per-search savings of issue 19 must not change: an entries search
 drops memory documents after the search (and asks a shard again when they
-crowd out the entries), and the payload cache of current searches never
+crowd out the entries), and the search cache (payloads and views) never
 serves a text that a redaction or a deletion took away, in this process or
 in another store on the same directory."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from commands import MemoryLog
 from commands.app.search import find, make_query
+from eventstore import now_micros
 
 
 def _contents(mem: MemoryLog, text: str, as_of: int | None = None, **kw: object) -> list[str]:
@@ -45,3 +46,22 @@ def test_the_payload_cache_never_serves_a_redacted_or_deleted_text(tmp_path: Pat
             assert len(found) == 1 and "zorblax" not in found[0]
             past = _contents(store, "quokka", as_of=before)
             assert all("zorblax" not in c and "hunter2" not in c for c in past)
+
+
+def test_the_view_cache_serves_an_entry_as_its_latest_change_left_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
+        sid = mem.start_session()
+        task = mem.add_task(sid, content="water the quokka garden")
+        stores = (mem, other)
+
+        def done_of(store: MemoryLog) -> list[bool]:
+            ranking = store.store.proj.search(make_query("quokka", mode="text"), now=now_micros())
+            return [r.view.entry.details.done for r in ranking.entries]  # type: ignore[union-attr]
+
+        assert [done_of(s) for s in stores] == [[False], [False]]  # both stores cache the view
+        mem.complete_task(task)
+        assert [done_of(s) for s in stores] == [[True], [True]]
+        mem.complete_task(task, done=False)  # the first version's bytes again, but for its seqs
+        assert [done_of(s) for s in stores] == [[False], [False]]
+        assert len(mem.store.proj.search_cache.views) >= 1
