@@ -1,15 +1,7 @@
-"""What a process's searches keep between them (:class:`SearchCache`).
-
-Reading the candidates is most of a search on a small store: for each, its
-stored version (one cursor step), its payload from the log, and the view
-built from the two. The payload of a seq never changes, and neither does the
-view of a stored version: it is a pure function of the version's bytes and
-the payload at its ``source_seq``. So a process keeps both, keyed by what
-they are a function of, and only for current reads (``as_of`` None): the
-current version of an entry never points at an erased payload (a deletion
-leaves it none, a redaction points it at the redacted copy), while an older
-version can. A change to an entry writes a new version, whose bytes miss the
-cache; nothing is ever invalidated but by a purge.
+"""What a process's searches keep between them (:class:`SearchCache`): the
+log's events by seq (a seq's payload never changes) and the views' memo of
+current entries (:mod:`projections.views.current`, which says why it stays
+true without invalidation). Both serve current reads only.
 
 The owner (:class:`~projections.Projections`) empties the cache on every
 purge and close, as :func:`~.bm25.forget_texts` does for the term counts, so
@@ -22,27 +14,25 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..models import EntryView
 from ..views import ViewReader
-from ..views.read import MEMO_MAX
+from ..views.current import MEMO_MAX, CurrentMemo
 
 __all__ = ["SearchCache", "cached_reads"]
 
 
 class SearchCache:
-    """The log's events by seq, and the current entries' views by the bytes
-    of their stored version; see the module's text."""
+    """The log's events by seq, and the views' memo; see the module's text."""
 
-    __slots__ = ("events", "views")
+    __slots__ = ("events", "memo")
 
     def __init__(self) -> None:
         self.events: dict[int, Any] = {}
-        self.views: dict[bytes, EntryView] = {}
+        self.memo = CurrentMemo()
 
     def clear(self) -> None:
         """Forget everything (a purge, a close)."""
         self.events.clear()
-        self.views.clear()
+        self.memo.clear()
 
 
 @contextlib.contextmanager
@@ -70,7 +60,7 @@ def cached_reads(views: ViewReader, cache: SearchCache | None) -> Iterator[None]
         return [found[seq] for seq in seqs]
 
     views.events_at = events_at
-    views.memo = cache.views
+    views.memo = cache.memo
     try:
         yield
     finally:

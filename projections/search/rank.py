@@ -20,6 +20,7 @@ important, often-read first); ``sort`` newest/oldest orders by event time.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgspec
@@ -29,6 +30,7 @@ from eventstore import MEMORY_DOC_KIND, SHOWN_STATES, MemorySaved
 from ..decay import WEIGHTS, importance_of
 from ..models import AccessView, EntryView, MemoryView, RankInputs
 from ..views import ViewReader
+from ..views.current import current_rows
 from .bm25 import Stats, collect_stats, held_text_score, text_score
 from .cache import SearchCache, cached_reads
 from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
@@ -228,27 +230,41 @@ def _content_words(words: list[str]) -> list[str]:
 
 def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int) -> list[_Candidate]:
     """The shown entries of ``hits``, each with its exact text score (when
-    ``stats``) and its blend; entries are read one chunk at a time."""
+    ``stats``) and its blend."""
     params = views.decay_params()
     out = _memories(views, [h for h in hits if h.memory], stats, now, params)
-    hits = [h for h in hits if not h.memory]
-    inputs = views.rank_inputs(h.rseq for h in hits)
-    found = [(h, inp) for h, inp in zip(hits, inputs, strict=True) if inp is not None]
     accessed = views.any_access()
-    # A current search's entries come from the search cache, the same objects
+    # A current search's entries come from the views' memo, the same objects
     # search after search: their counts are held by the object. As of a seq,
     # every read makes new objects, so the counts are found by the text.
     current = views.as_of is None
+    for hit, inp, view in _entry_rows(views, [h for h in hits if not h.memory]):
+        if view.entry is None or view.state not in SHOWN_STATES:
+            continue
+        text = (0.0 if hit.text_score < 0 else 1.0 if stats is None
+                else held_text_score(view.entry, searchable_text, stats) if current
+                else text_score(searchable_text(view.entry), stats))
+        out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
+    return out
+
+
+def _entry_rows(views: ViewReader, hits: list[SearchHit],
+                ) -> Iterator[tuple[SearchHit, RankInputs, EntryView]]:
+    """Each hit whose entry is there, with its ranking inputs and view: from
+    the views' memo when current (:func:`~projections.views.current.current_rows`),
+    else read one chunk at a time."""
+    if views.memo is not None and views.as_of is None:
+        for hit, row in zip(hits, current_rows(views, [h.rseq for h in hits], views.memo), strict=True):
+            if row is not None:
+                yield hit, row[1], row[0]
+        return
+    found = [(h, inp) for h, inp in zip(hits, views.rank_inputs(h.rseq for h in hits), strict=True)
+             if inp is not None]
     for start in range(0, len(found), 64):
         chunk = found[start : start + 64]
         for (hit, inp), view in zip(chunk, views.entries(i.entry_id for _, i in chunk), strict=True):
-            if view is None or view.entry is None or view.state not in SHOWN_STATES:
-                continue
-            text = (0.0 if hit.text_score < 0 else 1.0 if stats is None
-                    else held_text_score(view.entry, searchable_text, stats) if current
-                    else text_score(searchable_text(view.entry), stats))
-            out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
-    return out
+            if view is not None:
+                yield hit, inp, view
 
 
 def _memories(views: ViewReader, hits: list[SearchHit], stats: Stats | None, now: int,

@@ -68,6 +68,7 @@ from .batch import EntryRun
 from .keys import (
     SEP,
     all_versions,
+    decode_stored,
     has_versions,
     hash_key,
     latest_version,
@@ -85,7 +86,7 @@ from .resources import apply_resource  # -- memory resources (issue 17) --
 __all__ = ["ViewWriter"]
 
 _enc = msgspec.msgpack.Encoder()
-_entry = msgspec.msgpack.Decoder(StoredEntry).decode
+_entry = decode_stored
 _session = msgspec.msgpack.Decoder(SessionView).decode
 _memory = msgspec.msgpack.Decoder(MemoryView).decode
 _access = msgspec.msgpack.Decoder(AccessView).decode

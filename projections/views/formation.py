@@ -30,7 +30,7 @@ import msgspec
 from eventstore import EntryRecorded, EntryReinforced, RecordedEvent, SessionExtracted
 
 from ..models import AccessView, Reinforcement, StoredEntry
-from .keys import SEP, latest_version, prefix_items, u64, version_key
+from .keys import SEP, decode_stored, latest_version, prefix_items, u64, version_key
 from .scopes import add_count, get_count, lesson_scope, scope_key
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
 
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits (the search's words); the underscore splits
 _enc = msgspec.msgpack.Encoder()
-_entry = msgspec.msgpack.Decoder(StoredEntry).decode
+_entry = decode_stored
 _access = msgspec.msgpack.Decoder(AccessView).decode
 _tally = msgspec.msgpack.Decoder(Reinforcement).decode
 

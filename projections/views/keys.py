@@ -1,4 +1,5 @@
-"""Key layout of the views environment and temporal lookups.
+"""Key layout of the views environment, temporal lookups, and the decoding
+of a stored entry version (read by several modules).
 
 A temporal database keys each entity version by ``entity | 0x00 | seq(8)``.
 The version written at seq ``s`` is current until the next version's seq, so
@@ -12,12 +13,17 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
+
 from eventstore import ENTRY_KINDS
+
+from ..models import StoredEntry
 
 __all__ = [
     "MAX_SEQ",
     "SEP",
     "all_versions",
+    "decode_stored",
     "has_versions",
     "hash_key",
     "latest_at",
@@ -38,6 +44,7 @@ SEP = b"\x00"
 MAX_SEQ = (1 << 64) - 1
 _U64 = struct.Struct(">Q")
 u64 = _U64.pack
+decode_stored = msgspec.msgpack.Decoder(StoredEntry).decode  # a stored entry version's value
 
 
 def hash_key(entry_id: str) -> bytes:

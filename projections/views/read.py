@@ -44,10 +44,12 @@ from ..models import (
     StoredEntry,
 )
 from . import upkeep as _upkeep  # -- upkeep (issue 18) --
+from .current import CurrentMemo
 from .formation import reinforcement_entity, scope_prefix  # -- formation (issue 18) --
 from .keys import (
     SEP,
     all_versions,
+    decode_stored,
     latest_at,
     latest_version,
     parse_rank_value,
@@ -59,12 +61,12 @@ from .keys import (
 from .reducers import entry_view, stats_added
 from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources (issue 17) --
 
-__all__ = ["MEMO_MAX", "EventsAt", "ViewReader"]
+__all__ = ["EventsAt", "ViewReader"]
 
 # The log's batch read: the events at the given seqs, None where erased or absent.
 EventsAt = Callable[[Sequence[int]], list[Event | None]]
 
-_entry = msgspec.msgpack.Decoder(StoredEntry).decode
+_entry = decode_stored
 _session = msgspec.msgpack.Decoder(SessionView).decode
 _memory = msgspec.msgpack.Decoder(MemoryView).decode
 _access = msgspec.msgpack.Decoder(AccessView).decode
@@ -77,7 +79,6 @@ _skipped = msgspec.msgpack.Decoder(Skipped).decode
 # reader that stops early reads few payloads, a long scan few batches.
 _FIRST_CHUNK = 16
 _CHUNK = 512
-MEMO_MAX = 4096  # views a reader's memo holds (emptied when full; see ViewReader.memo)
 
 
 class ViewReader:
@@ -90,9 +91,7 @@ class ViewReader:
         self.dbs = dbs
         self.as_of = as_of
         self.events_at = events_at
-        # Current views by the bytes of their stored version, kept by the owner
-        # across reads (projections.search.cache); used by entries() when current.
-        self.memo: dict[bytes, EntryView] | None = None
+        self.memo: CurrentMemo | None = None  # the owner's, for current reads (see .current)
 
     def checkpoint(self) -> int:
         """The last seq the views applied."""
@@ -231,27 +230,11 @@ class ViewReader:
         """The versions (at ``as_of``) of ``entry_ids``, in order (None where
         unknown); one cursor and one ``events_at`` serve the batch."""
         cursor = self.txn.cursor(db=self.dbs[b"entries"])
-        if self.memo is not None and self.as_of is None:
-            return self._memo_entries([latest_at(cursor, e, None) for e in entry_ids], self.memo)
         stored: list[StoredEntry | None] = []
         for entry_id in entry_ids:
             raw = latest_at(cursor, entry_id, self.as_of)
             stored.append(None if raw is None else _entry(raw))
         return self._resolve_some(stored)
-
-    def _memo_entries(self, raws: list[bytes | None], memo: dict[bytes, EntryView]) -> list[EntryView | None]:
-        """The views of current stored versions (their bytes), from ``memo``
-        where it has them; the others are resolved and kept there."""
-        found = [None if raw is None else memo.get(raw) for raw in raws]
-        missing = [raw for raw, view in zip(raws, found, strict=True) if raw is not None and view is None]
-        if not missing:
-            return found
-        made = dict(zip(missing, self.resolve([_entry(raw) for raw in missing]), strict=True))
-        if len(memo) + len(made) > MEMO_MAX:
-            memo.clear()
-        memo.update(made)
-        return [view if view is not None or raw is None else made[raw]
-                for raw, view in zip(raws, found, strict=True)]
 
     def entries_at(self, seqs: Iterable[int]) -> list[EntryView | None]:
         """The versions (at ``as_of``) of the entries recorded at ``seqs``, in

@@ -64,4 +64,4 @@ def test_the_view_cache_serves_an_entry_as_its_latest_change_left_it(tmp_path: P
         assert [done_of(s) for s in stores] == [[True], [True]]
         mem.complete_task(task, done=False)  # the first version's bytes again, but for its seqs
         assert [done_of(s) for s in stores] == [[False], [False]]
-        assert len(mem.store.proj.search_cache.views) >= 1
+        assert mem.store.proj.search_cache.memo.rows  # the searches went through the memo
