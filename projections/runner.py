@@ -41,7 +41,6 @@ from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_with
 from .embed.ops import VectorFeed, vector_ops
 from .search import Ranking, SearchIndex, SearchQuery, fit, rank, search_ops
 from .search.apply import Op
-from .search.bm25 import forget_texts
 from .search.docs import shard_docs
 from .views import ViewReader, ViewStore
 
@@ -320,8 +319,7 @@ class Projections(ProjectionDir):
         index = self.search_index
         shards = set(range(len(index.shards))) if every_shard else {index.shard_of(e) for e in entry_ids}
         self.catch_up(search=True, rebuilding=shards)
-        forget_texts()  # no deleted text stays in this process's term-count cache
-        self.search_cache.clear()  # nor in its payloads and views
+        self.search_cache.clear()  # no deleted text stays in this process's payloads, views or term counts
         started = time.perf_counter()
         rewritten: list[str] = []
         # The vectors' compacting copies (of the partitions that lost a vector;

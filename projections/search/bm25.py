@@ -49,12 +49,12 @@ _COUNTS: dict[str, tuple[int, dict[str, int]]] = {}
 _COUNTS_MAX = 8192
 
 
-# The same counts by the object the text was made from (a cached log event:
-# the payload cache serves the same object to every current search), so a
-# repeated candidate's text is neither joined nor hashed again. The object is
-# held with its counts, so its id is not reused while memoised; events are
-# frozen, so the counts stay its text's. At most as many as the payload cache
-# holds (an updated entry's event is rebuilt at each read, so it churns).
+# The same counts by the object the text was made from (a current entry:
+# the search cache serves the same view, and so the same entry object, to
+# every current search; see projections/views/current.py), so a repeated
+# candidate's text is neither joined nor hashed again. The object is held
+# with its counts, so its id is not reused while memoised; entries are
+# frozen, so the counts stay its text's. At most as many as the cache holds.
 _HELD: dict[int, tuple[object, tuple[int, dict[str, int]]]] = {}
 _HELD_MAX = 4096
 

@@ -3,9 +3,16 @@ log's events by seq (a seq's payload never changes) and the views' memo of
 current entries (:mod:`projections.views.current`, which says why it stays
 true without invalidation). Both serve current reads only.
 
-The owner (:class:`~projections.Projections`) empties the cache on every
-purge and close, as :func:`~.bm25.forget_texts` does for the term counts, so
-no erased content stays in the process past its purge.
+Neither ever serves an erased text: a current read never asks for one. Nor
+does the process keep one longer than it must: the owner
+(:class:`~projections.Projections`) empties the cache on every purge it runs
+and on close, and a search empties it first when the views have applied an
+erasing event (a deletion's tombstone, a redaction) since the cache was
+last emptied, which is how a deletion made by another process reaches this
+one. The term counts of :mod:`.bm25` go with it (:func:`~.bm25.forget_texts`).
+A search that read before such an event and stores after the emptying can
+still leave its entries until the next emptying or the cap: they are never
+served (their versions are no longer current), only kept.
 """
 
 from __future__ import annotations
@@ -14,25 +21,33 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from eventstore import EntriesDeleted, EntryRedacted
+
 from ..views import ViewReader
 from ..views.current import MEMO_MAX, CurrentMemo
+from .bm25 import forget_texts
 
-__all__ = ["SearchCache", "cached_reads"]
+__all__ = ["ERASING_TYPES", "SearchCache", "cached_reads"]
+
+# The events whose append erases payloads (memlog's tombstones).
+ERASING_TYPES = tuple(str(t.__struct_config__.tag) for t in (EntriesDeleted, EntryRedacted))
 
 
 class SearchCache:
     """The log's events by seq, and the views' memo; see the module's text."""
 
-    __slots__ = ("events", "memo")
+    __slots__ = ("erased_at", "events", "memo")
 
     def __init__(self) -> None:
         self.events: dict[int, Any] = {}
         self.memo = CurrentMemo()
+        self.erased_at = 0  # the last erasing event's seq when the cache was last emptied
 
     def clear(self) -> None:
-        """Forget everything (a purge, a close)."""
+        """Forget everything (a purge, a close), the term counts too."""
         self.events.clear()
         self.memo.clear()
+        forget_texts()
 
 
 @contextlib.contextmanager
@@ -42,6 +57,10 @@ def cached_reads(views: ViewReader, cache: SearchCache | None) -> Iterator[None]
     if cache is None or views.as_of is not None:
         yield
         return
+    erased_at = views.last_seq_of(ERASING_TYPES)
+    if erased_at != cache.erased_at:
+        cache.clear()
+        cache.erased_at = erased_at
     fetch = views.events_at
     events = cache.events
 

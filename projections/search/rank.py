@@ -179,13 +179,14 @@ def _neighbours(candidates: list[_Candidate], texts: list[float], sessions: list
     score of the candidates recorded just before and after it in its session
     (a conversation's answer is often the turn after the question's words)."""
     at = {c.rseq: i for i, c in enumerate(candidates) if isinstance(c.view, EntryView)}
+
+    def near(i: int, j: int | None) -> float:  # (a negative score, from a negative idf, counts too)
+        return texts[j] if j is not None and sessions[j] == sessions[i] else 0.0
+
     out = []
     for i, (c, text) in enumerate(zip(candidates, texts, strict=True)):
-        gain = 0.0
-        if text >= 0 and isinstance(c.view, EntryView):
-            for j in (at.get(c.rseq - 1), at.get(c.rseq + 1)):
-                if j is not None and sessions[j] == sessions[i] and texts[j] > gain:
-                    gain = texts[j]
+        shown = text >= 0 and isinstance(c.view, EntryView)
+        gain = max(near(i, at.get(c.rseq - 1)), near(i, at.get(c.rseq + 1))) if shown else 0.0
         out.append(text + share * gain if gain else text)
     return out
 

@@ -14,9 +14,9 @@ for current reads only: the current version of an entry never points at an
 erased payload (a deletion leaves it none, a redaction points it at the
 redacted copy), while an older version can. A change to an entry writes a
 new version, whose bytes miss the memo; a deletion leaves the entry no
-version, so its seq finds nothing. Nothing is invalidated but by a purge:
-the owner empties the memo then, and on close, so no erased content stays
-in the process past its purge.
+version, so its seq finds nothing. Nothing needs invalidating; the owner
+empties the memo only so as not to keep erased content (see
+:mod:`projections.search.cache`), and when a map is full.
 """
 
 from __future__ import annotations

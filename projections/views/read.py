@@ -360,6 +360,12 @@ class ViewReader:
         (``kind:K``), and the last seq of each event type (``last:T``)."""
         return {bytes(k).decode(): unpack_u64(v) for k, v in self.txn.cursor(db=self.dbs[b"stats"])}
 
+    def last_seq_of(self, types: Iterable[str]) -> int:
+        """The seq of the last event of any of ``types`` the views applied (0: none)."""
+        db = self.dbs[b"stats"]
+        raws = (self.txn.get(f"last:{t}".encode(), db=db) for t in types)
+        return max((unpack_u64(raw) for raw in raws if raw is not None), default=0)
+
     def skipped(self) -> list[Skipped]:
         """The events the views could not apply (seq, type, error class), oldest first."""
         return [_skipped(bytes(v)) for _, v in self.txn.cursor(db=self.dbs[b"skipped"])]

@@ -1,8 +1,9 @@
 """The search cache (payloads, and the views' memo of current entries: see
 ``projections/views/current.py``) never changes a result: along random
-histories of appends, changes, redactions, deletions and compactions, a
-search through the process's cache ranks exactly as one that reads
-everything afresh, and as-of searches stay untouched by it."""
+histories of appends, changes, redactions, deletions, compactions and
+archivings, a search through the process's cache ranks exactly as one that
+reads everything afresh (the same views, relevances and factors), and
+as-of searches stay untouched by it."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ _op = st.one_of(
     st.tuples(st.just("redact"), st.integers(0, 30), st.sampled_from(WORDS)),
     st.tuples(st.just("delete"), st.integers(0, 30)),
     st.tuples(st.just("compact")),
+    st.tuples(st.just("archive")),
     st.tuples(st.just("search"), st.sampled_from(WORDS)),
 )
 
@@ -44,6 +46,9 @@ def _apply(mem: MemoryLog, sid: str, op: tuple[Any, ...], made: list[str], tasks
             tasks.append(eid)
     elif kind == "compact":
         mem.compact(sid)
+    elif kind == "archive":  # archived, then restored: its entries searched again
+        mem.archive_session(sid)
+        mem.restore_session(sid)
     elif kind != "search" and made:
         _change(mem, op, made[op[1] % len(made)], tasks)
 
@@ -62,14 +67,14 @@ def _change(mem: MemoryLog, op: tuple[Any, ...], eid: str, tasks: list[str]) -> 
         assert getattr(exc, "code", None), exc
 
 
-def _ranked(mem: MemoryLog, word: str, as_of: int | None, cached: bool) -> list[tuple[str, float, float]]:
+def _ranked(mem: MemoryLog, word: str, as_of: int | None, cached: bool) -> list[tuple[Any, float, float]]:
     """Ranked at a fixed hour near the entries' times, so decay factors tell importance apart."""
     proj = mem.store.proj
     with proj.read(as_of, search=True) as views:
         assert proj.search_index is not None
         got = rank(proj.search_index, views, SearchQuery(text=word, limit=10, mode="text"), as_of, NOW,
                    cache=proj.search_cache if cached else None)
-    return [(getattr(r.view, "entry_id", ""), r.relevance, r.factor) for r in got.entries]
+    return [(r.view, r.relevance, r.factor) for r in got.entries]  # the whole view: state, entry, changes
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -65,3 +65,20 @@ def test_the_view_cache_serves_an_entry_as_its_latest_change_left_it(tmp_path: P
         mem.complete_task(task, done=False)  # the first version's bytes again, but for its seqs
         assert [done_of(s) for s in stores] == [[False], [False]]
         assert mem.store.proj.search_cache.memo.rows  # the searches went through the memo
+
+
+def test_a_deletion_by_another_store_empties_this_stores_cache(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
+        sid = mem.start_session()
+        mem.add_message(sid, role="user", content="the quokka sleeps")
+        gone = mem.add_message(sid, role="user", content="the quokka is called zorblax")
+        cache = other.store.proj.search_cache
+
+        def kept() -> str:
+            return repr((cache.events, cache.memo.rows))
+
+        assert len(_contents(other, "quokka")) == 2 and "zorblax" in kept()
+        mem.delete(ids=[gone], reason="test", requested_by="t")  # purged by mem, not by other
+        assert len(_contents(other, "quokka")) == 1
+        assert "zorblax" not in kept()
