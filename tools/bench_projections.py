@@ -33,7 +33,8 @@ words, six kinds, 200 sessions) and measures, in one run:
     memlog's whole search path (``Projections.search``, text mode, limit 10:
     the catch-up check, the snapshot, the candidates and their ranking) as
     ``small_store_search_p50_ms``, its Tantivy part (``run_search``) and raw
-    Tantivy on the same documents, query by query.
+    Tantivy on the same documents, query by query, in a fresh child process
+    (as an agent with a small store runs it).
 
 (e) peak memory of a replay: ``Projections.replay`` (views, search and vectors
     with the default embedder, as ``memlog replay``) in a fresh child process,
@@ -100,7 +101,7 @@ from projections import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small
+from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small_child
 from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
 from floors import rebuild_floor, views_write_floor
 from projections_report import table
@@ -465,11 +466,8 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             shards = len(proj.search_index.shards)
         finally:
             proj.close()
-    log(f"(d) small store: {SMALL_ENTRIES:,} entries, {len(queries):,} queries")
-    small = measure_small(base, queries, args.profile)
-    if small.profile is not None:
-        title = f"Projections.search x {len(queries):,} on {SMALL_ENTRIES:,} entries"
-        log(profile_text(small.profile, title))
+    log(f"(d) small store: {SMALL_ENTRIES:,} entries, {len(queries):,} queries (a child process)")
+    small = measure_small_child(base / "small-store", len(queries), args.profile)
     return collect(views, rebuild, lat, raw, fts5_s, write_s, args, head, small, shards, memory)
 
 
