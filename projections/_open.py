@@ -190,6 +190,10 @@ class ProjectionDir:
         fixed count, or :func:`~projections.search.fit.shards_for` the head."""
         return self.shards or shards_for(head)
 
+    def _head(self) -> int:
+        """The log's head seq."""
+        return self.log.head().seq
+
     def _check_current(self) -> None:
         try:
             current = os.readlink(self._link)

@@ -41,6 +41,7 @@ from .embed import Embedder, VectorIndex, VectorOp, default_embedder, purge_with
 from .embed.ops import VectorFeed, vector_ops
 from .search import Ranking, SearchIndex, SearchQuery, fit, rank, search_ops
 from .search.apply import Op
+from .search.cache import fresh
 from .search.docs import shard_docs
 from .views import ViewReader, ViewStore
 
@@ -291,11 +292,11 @@ class Projections(ProjectionDir):
         if reader is not None:
             assert self.search_index is not None
             return rank(self.search_index, reader, query, as_of, now, self.vectors, self.embedder,
-                        self.search_cache)
+                        fresh(self.search_cache, reader, self._head))
         with self.read(as_of, search=True) as views:
             assert self.search_index is not None
             return rank(self.search_index, views, query, as_of, now, self.vectors, self.embedder,
-                        self.search_cache)
+                        fresh(self.search_cache, views, self._head))
 
     # -- physical purge -----------------------------------------------------
 

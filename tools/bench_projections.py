@@ -101,7 +101,7 @@ from projections import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_small_store import SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small_child
+from bench_small_store import SEED, SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small_child
 from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
 from floors import rebuild_floor, views_write_floor
 from projections_report import table
@@ -117,7 +117,6 @@ SEARCH_P99_BUDGET_MS = 5.0
 FTS5_TARGET_SPEEDUP = 10.0
 WARMUP_QUERIES = 50
 LIMIT = 10
-SEED = 7
 PROFILE_EVENTS = 200_000
 PROFILE_LINES = 22
 

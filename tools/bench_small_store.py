@@ -2,19 +2,22 @@
 search path next to its Tantivy part and raw Tantivy on the same documents.
 
 :func:`measure_small_child` measures in a fresh process of its own
-(``python tools/bench_small_store.py DIR QUERIES [--profile]`` prints the
-latencies as JSON): an agent with a small store runs in such a process, not
-in one that has just built, replayed and searched a million events, whose
-heap made the same searches about half as slow again (1.15 ms against
-0.73 to 0.80 ms, raw Tantivy's anchor unchanged).
+(``python tools/bench_small_store.py DIR QUERIES [--profile]`` measures in a
+new directory under DIR, removes it, and prints the latencies as JSON): an
+agent with a small store runs in such a process, not in one that has just
+built, replayed and searched a million events, whose heap made the same
+searches about 1.5 times as slow (1.15 ms against 0.73 to 0.80 ms, raw
+Tantivy's anchor unchanged).
 """
 
 from __future__ import annotations
 
 import cProfile
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ from raw_tantivy import SCHEMA, build_raw_corpus, or_words, raw_tantivy_build
 from eventstore import EventLog
 from projections import Projections, SearchQuery, run_search
 
-__all__ = ["SMALL_ENTRIES", "SMALL_TARGET_MS", "Small", "measure_small", "measure_small_child"]
+__all__ = ["SEED", "SMALL_ENTRIES", "SMALL_TARGET_MS", "Small", "measure_small", "measure_small_child"]
 
 WARMUP_QUERIES = 50
 LIMIT = 10
@@ -102,10 +105,15 @@ def measure_small_child(base: Path, queries: int, profile: bool) -> Small:
 
 
 def main(argv: list[str]) -> int:
-    """The child: measure, print the latencies as JSON."""
-    base, count, profile = Path(argv[0]), int(argv[1]), "--profile" in argv[2:]
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    small = measure_small(base, load_corpus().Corpus(SEED).queries(count), profile)
+    """The child: measure in a new directory under DIR (removed after),
+    print the latencies as JSON."""
+    parent, count, profile = Path(argv[0]), int(argv[1]), "--profile" in argv[2:]
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="small-", dir=parent))
+    try:
+        small = measure_small(base, load_corpus().Corpus(SEED).queries(count), profile)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     if small.profile is not None:
         log(profile_text(small.profile, f"Projections.search x {count:,} on {SMALL_ENTRIES:,} entries"))
     print(json.dumps({"shards": small.shards, "full": small.full, "run": small.run, "raw": small.raw}))

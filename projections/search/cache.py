@@ -18,7 +18,7 @@ served (their versions are no longer current), only kept.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from eventstore import EntriesDeleted, EntryRedacted
@@ -27,7 +27,7 @@ from ..views import ViewReader
 from ..views.current import MEMO_MAX, CurrentMemo
 from .bm25 import forget_texts
 
-__all__ = ["ERASING_TYPES", "SearchCache", "cached_reads"]
+__all__ = ["ERASING_TYPES", "SearchCache", "cached_reads", "fresh"]
 
 # The events whose append erases payloads (memlog's tombstones).
 ERASING_TYPES = tuple(str(t.__struct_config__.tag) for t in (EntriesDeleted, EntryRedacted))
@@ -44,23 +44,38 @@ class SearchCache:
         self.erased_at = 0  # the last erasing event's seq when the cache was last emptied
 
     def clear(self) -> None:
-        """Forget everything (a purge, a close), the term counts too."""
+        """Forget everything (a purge, a close, an erasure seen), the term
+        counts too; the memo's generation moves on."""
         self.events.clear()
         self.memo.clear()
         forget_texts()
 
 
+def fresh(cache: SearchCache, views: ViewReader, log_head: Callable[[], int]) -> SearchCache | None:
+    """``cache`` for a search on ``views``, or None (read afresh): the cache
+    serves only current reads on a snapshot the log has not moved past. An
+    older snapshot would not show a deletion appended since in its counters
+    (so :func:`cached_reads` would not empty the cache), while the log may
+    already have erased its payloads; read afresh, such an entry comes back
+    without its text and is dropped."""
+    if views.as_of is not None or log_head() > views.checkpoint():
+        return None
+    return cache
+
+
 @contextlib.contextmanager
 def cached_reads(views: ViewReader, cache: SearchCache | None) -> Iterator[None]:
     """Serve ``views``' current reads of payloads and entries from ``cache``
-    for the block; as of a seq, or without a cache, ``views`` reads as it is."""
-    if cache is None or views.as_of is not None:
+    for the block (see :func:`fresh`); as of a seq, without a cache, or on a
+    snapshot older than an erasure the cache has seen, ``views`` reads as it is."""
+    erased_at = -1 if cache is None or views.as_of is not None else views.last_seq_of(ERASING_TYPES)
+    if cache is None or erased_at < cache.erased_at:
         yield
         return
-    erased_at = views.last_seq_of(ERASING_TYPES)
-    if erased_at != cache.erased_at:
+    if erased_at > cache.erased_at:
         cache.clear()
         cache.erased_at = erased_at
+    since = cache.memo.generation
     fetch = views.events_at
     events = cache.events
 
@@ -70,16 +85,17 @@ def cached_reads(views: ViewReader, cache: SearchCache | None) -> Iterator[None]
         missing = [seq for seq, event in found.items() if event is None]
         if missing:
             fetched = fetch(missing)
-            if len(events) + len(missing) > MEMO_MAX:
+            keep = cache.memo.generation == since  # nothing read before an emptying is kept after it
+            if keep and len(events) + len(missing) > MEMO_MAX:
                 events.clear()
             for seq, event in zip(missing, fetched, strict=True):
                 found[seq] = event
-                if event is not None:
+                if keep and event is not None:
                     events[seq] = event
         return [found[seq] for seq in seqs]
 
     views.events_at = events_at
-    views.memo = cache.memo
+    views.memo = (cache.memo, since)
     try:
         yield
     finally:

@@ -255,7 +255,8 @@ def _entry_rows(views: ViewReader, hits: list[SearchHit],
     the views' memo when current (:func:`~projections.views.current.current_rows`),
     else read one chunk at a time."""
     if views.memo is not None and views.as_of is None:
-        for hit, row in zip(hits, current_rows(views, [h.rseq for h in hits], views.memo), strict=True):
+        memo, since = views.memo
+        for hit, row in zip(hits, current_rows(views, [h.rseq for h in hits], memo, since), strict=True):
             if row is not None:
                 yield hit, row[1], row[0]
         return

@@ -42,22 +42,29 @@ class CurrentMemo:
     """Entry ids by recorded seq, and (view, ranking inputs) by the bytes of
     a stored version; see the module's text."""
 
-    __slots__ = ("ids", "rows")
+    __slots__ = ("generation", "ids", "rows")
 
     def __init__(self) -> None:
         self.ids: dict[int, str] = {}
         self.rows: dict[bytes, Row] = {}
+        self.generation = 0  # how many times it was emptied
 
     def clear(self) -> None:
-        """Forget everything (a purge, a close)."""
+        """Forget everything (a purge, a close, an erasure seen). A search that
+        began before keeps nothing more (see ``since`` in :func:`current_rows`)."""
         self.ids.clear()
         self.rows.clear()
+        self.generation += 1
 
 
-def current_rows(reader: ViewReader, seqs: Sequence[int], memo: CurrentMemo) -> list[Row | None]:
+def current_rows(reader: ViewReader, seqs: Sequence[int], memo: CurrentMemo, since: int,
+                 ) -> list[Row | None]:
     """The current view and ranking inputs of the entry recorded at each of
     ``seqs`` (None where there is none), through ``memo``. The views are of
-    any state: the caller keeps the shown ones."""
+    any state: the caller keeps the shown ones. ``since``: the memo's
+    generation when the caller's search began; what it reads is kept only
+    while the memo has not been emptied since (what a search read before an
+    erasure is never kept after it)."""
     get = reader.txn.cursor(db=reader.dbs[b"by_seq"]).get
     cursor = reader.txn.cursor(db=reader.dbs[b"entries"])
     ids = memo.ids
@@ -69,16 +76,19 @@ def current_rows(reader: ViewReader, seqs: Sequence[int], memo: CurrentMemo) -> 
             if value is None:
                 raws.append(None)
                 continue
-            if len(ids) >= MEMO_MAX:
-                ids.clear()
-            entry_id = ids[seq] = rank_entry_id(value)
+            entry_id = rank_entry_id(value)
+            if memo.generation == since:
+                if len(ids) >= MEMO_MAX:
+                    ids.clear()
+                ids[seq] = entry_id
         raws.append(latest_at(cursor, entry_id, None))
-    return _rows(reader, raws, memo.rows)
+    return _rows(reader, raws, memo, since)
 
 
-def _rows(reader: ViewReader, raws: list[bytes | None], rows: dict[bytes, Row]) -> list[Row | None]:
+def _rows(reader: ViewReader, raws: list[bytes | None], memo: CurrentMemo, since: int) -> list[Row | None]:
     """The rows of stored versions (their bytes), from ``rows`` where it has
     them; the others are resolved (one ``events_at``) and kept there."""
+    rows = memo.rows
     found = [None if raw is None else rows.get(raw) for raw in raws]
     missing = [raw for raw, row in zip(raws, found, strict=True) if raw is not None and row is None]
     if not missing:
@@ -86,9 +96,9 @@ def _rows(reader: ViewReader, raws: list[bytes | None], rows: dict[bytes, Row]) 
     stored = [decode_stored(raw) for raw in missing]
     made = {raw: (view, RankInputs(s.entry_id, s.kind, entry_importance(s), s.occurred_at))
             for raw, s, view in zip(missing, stored, reader.resolve(stored), strict=True)}
-    if len(rows) + len(made) > MEMO_MAX:
-        rows.clear()
-    rows.update(made)
+    if memo.generation == since:
+        if len(rows) + len(made) > MEMO_MAX:
+            rows.clear()
+        rows.update(made)
     return [row if row is not None or raw is None else made[raw]
             for raw, row in zip(raws, found, strict=True)]
-

@@ -91,7 +91,8 @@ class ViewReader:
         self.dbs = dbs
         self.as_of = as_of
         self.events_at = events_at
-        self.memo: CurrentMemo | None = None  # the owner's, for current reads (see .current)
+        # The owner's memo and its generation when the search began (see .current).
+        self.memo: tuple[CurrentMemo, int] | None = None
 
     def checkpoint(self) -> int:
         """The last seq the views applied."""

@@ -82,3 +82,20 @@ def test_a_deletion_by_another_store_empties_this_stores_cache(tmp_path: Path) -
         mem.delete(ids=[gone], reason="test", requested_by="t")  # purged by mem, not by other
         assert len(_contents(other, "quokka")) == 1
         assert "zorblax" not in kept()
+
+
+def test_a_held_snapshot_never_serves_what_a_later_deletion_erased(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
+        sid = mem.start_session()
+        mem.add_message(sid, role="user", content="the quokka sleeps")
+        gone = mem.add_message(sid, role="user", content="the quokka is called zorblax")
+        proj = other.store.proj
+        with proj.read(None, search=True) as held:  # as the context builder holds one
+            found = find(other.store, make_query("quokka", mode="text"), reader=held)
+            assert any("zorblax" in r.content for r in found)  # now cached in other's process
+            # Deferred: the tombstone erases the payloads at once; the purge, which
+            # would wait for the held snapshot's shared lock, comes later.
+            mem.delete(ids=[gone], reason="test", requested_by="t", defer=True)
+            found = find(other.store, make_query("quokka", mode="text"), reader=held)
+            assert [r.content for r in found] == ["the quokka sleeps"]
