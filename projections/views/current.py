@@ -22,20 +22,27 @@ empties the memo only so as not to keep erased content (see
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ..decay import entry_importance
-from ..models import EntryView, RankInputs
+from ..models import EntryView, RankInputs, StoredEntry
 from .keys import decode_stored, latest_at, rank_entry_id, u64
-
-if TYPE_CHECKING:
-    from .read import ViewReader
 
 __all__ = ["MEMO_MAX", "CurrentMemo", "Row", "current_rows"]
 
 MEMO_MAX = 4096  # items each map of a memo holds (emptied when full)
 
 Row = tuple[EntryView, RankInputs]
+
+
+class ViewReader(Protocol):
+    """What this module reads through (:class:`~.read.ViewReader`, which
+    imports this module)."""
+
+    txn: Any
+    dbs: dict[bytes, Any]
+
+    def resolve(self, stored: Sequence[StoredEntry]) -> list[EntryView]: ...  # pragma: no cover
 
 
 class CurrentMemo:

@@ -6,6 +6,8 @@ in another store on the same directory."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from commands import MemoryLog
@@ -64,15 +66,22 @@ def test_the_view_cache_serves_an_entry_as_its_latest_change_left_it(tmp_path: P
         assert [done_of(s) for s in stores] == [[True], [True]]
         mem.complete_task(task, done=False)  # the first version's bytes again, but for its seqs
         assert [done_of(s) for s in stores] == [[False], [False]]
-        assert mem.store.proj.search_cache.memo.rows  # the searches went through the memo
+        assert all(s.store.proj.search_cache.memo.rows for s in stores)  # both searched through the memo
 
 
-def test_a_deletion_by_another_store_empties_this_stores_cache(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _two_stores(tmp_path: Path) -> Iterator[tuple[MemoryLog, MemoryLog, str]]:
+    """Two stores on one directory; the first holds two quokka messages, the
+    second of which (its id yielded) names zorblax."""
     path = tmp_path / "s"
     with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
         sid = mem.start_session()
         mem.add_message(sid, role="user", content="the quokka sleeps")
-        gone = mem.add_message(sid, role="user", content="the quokka is called zorblax")
+        yield mem, other, mem.add_message(sid, role="user", content="the quokka is called zorblax")
+
+
+def test_a_deletion_by_another_store_empties_this_stores_cache(tmp_path: Path) -> None:
+    with _two_stores(tmp_path) as (mem, other, gone):
         cache = other.store.proj.search_cache
 
         def kept() -> str:
@@ -85,11 +94,7 @@ def test_a_deletion_by_another_store_empties_this_stores_cache(tmp_path: Path) -
 
 
 def test_a_held_snapshot_never_serves_what_a_later_deletion_erased(tmp_path: Path) -> None:
-    path = tmp_path / "s"
-    with MemoryLog.open(path, record_access=False) as mem, MemoryLog.open(path, record_access=False) as other:
-        sid = mem.start_session()
-        mem.add_message(sid, role="user", content="the quokka sleeps")
-        gone = mem.add_message(sid, role="user", content="the quokka is called zorblax")
+    with _two_stores(tmp_path) as (mem, other, gone):
         proj = other.store.proj
         with proj.read(None, search=True) as held:  # as the context builder holds one
             found = find(other.store, make_query("quokka", mode="text"), reader=held)
