@@ -1,18 +1,18 @@
 """What a process's searches keep between them (:class:`SearchCache`): the
 log's events by seq (a seq's payload never changes) and the views' memo of
 current entries (:mod:`projections.views.current`, which says why it stays
-true without invalidation). Both serve current reads only.
+true without invalidation). Both serve current reads only, and only on a
+snapshot the log has not moved past (:func:`fresh`), so they never serve a
+text the log has erased: an older snapshot may not show a deletion yet,
+while the log has already erased its payloads.
 
-Neither ever serves an erased text: a current read never asks for one. Nor
-does the process keep one longer than it must: the owner
+Nor does the process keep such a text longer than it must: the owner
 (:class:`~projections.Projections`) empties the cache on every purge it runs
-and on close, and a search empties it first when the views have applied an
-erasing event (a deletion's tombstone, a redaction) since the cache was
-last emptied, which is how a deletion made by another process reaches this
-one. The term counts of :mod:`.bm25` go with it (:func:`~.bm25.forget_texts`).
-A search that read before such an event and stores after the emptying can
-still leave its entries until the next emptying or the cap: they are never
-served (their versions are no longer current), only kept.
+and on close, and a search empties it first when its snapshot shows an
+erasing event (a deletion's tombstone, a redaction) the cache has not seen,
+which is how a deletion made by another process reaches this one. The term
+counts of :mod:`.bm25` go with it (:func:`~.bm25.forget_texts`). What a
+search read before an emptying is not kept after it (the memo's generation).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Reading the candidates is most of a search on a small store: for each, the
 id of the entry recorded at its seq (``by_seq``), its current stored version
-(one cursor step), its payload from the log, and the view and ranking inputs
+(one cursor seek), its payload from the log, and the view and ranking inputs
 built from them. Two of those never change:
 
 - the entry recorded at a seq (a seq records one entry, for good);
@@ -10,9 +10,10 @@ built from them. Two of those never change:
   and the payload at its ``source_seq``, its ranking inputs of them alone.
 
 So :class:`CurrentMemo` keeps both, keyed by what they are a function of,
-for current reads only: the current version of an entry never points at an
-erased payload (a deletion leaves it none, a redaction points it at the
-redacted copy), while an older version can. A change to an entry writes a
+for current reads only, on a snapshot the log has not moved past
+(:func:`projections.search.cache.fresh`): there the current version of an
+entry never points at an erased payload (a deletion leaves it none, a
+redaction points it at the redacted copy), while an older version can. A change to an entry writes a
 new version, whose bytes miss the memo; a deletion leaves the entry no
 version, so its seq finds nothing. Nothing needs invalidating; the owner
 empties the memo only so as not to keep erased content (see
@@ -35,7 +36,7 @@ MEMO_MAX = 4096  # items each map of a memo holds (emptied when full)
 Row = tuple[EntryView, RankInputs]
 
 
-class ViewReader(Protocol):
+class _Reader(Protocol):
     """What this module reads through (:class:`~.read.ViewReader`, which
     imports this module)."""
 
@@ -64,7 +65,7 @@ class CurrentMemo:
         self.generation += 1
 
 
-def current_rows(reader: ViewReader, seqs: Sequence[int], memo: CurrentMemo, since: int,
+def current_rows(reader: _Reader, seqs: Sequence[int], memo: CurrentMemo, since: int,
                  ) -> list[Row | None]:
     """The current view and ranking inputs of the entry recorded at each of
     ``seqs`` (None where there is none), through ``memo``. The views are of
@@ -92,7 +93,7 @@ def current_rows(reader: ViewReader, seqs: Sequence[int], memo: CurrentMemo, sin
     return _rows(reader, raws, memo, since)
 
 
-def _rows(reader: ViewReader, raws: list[bytes | None], memo: CurrentMemo, since: int) -> list[Row | None]:
+def _rows(reader: _Reader, raws: list[bytes | None], memo: CurrentMemo, since: int) -> list[Row | None]:
     """The rows of stored versions (their bytes), from ``rows`` where it has
     them; the others are resolved (one ``events_at``) and kept there."""
     rows = memo.rows
