@@ -107,6 +107,9 @@ def measure_small_child(base: Path, queries: int, profile: bool) -> Small:
 def main(argv: list[str]) -> int:
     """The child: measure in a new directory under DIR (removed after),
     print the latencies as JSON."""
+    if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1 or any(a != "--profile" for a in argv[2:]):
+        print("usage: python tools/bench_small_store.py DIR QUERIES [--profile]", file=sys.stderr)
+        return 2
     parent, count, profile = Path(argv[0]), int(argv[1]), "--profile" in argv[2:]
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="small-", dir=parent))
