@@ -235,15 +235,16 @@ def _candidates(views: ViewReader, hits: list[SearchHit], stats: Stats | None, n
     params = views.decay_params()
     out = _memories(views, [h for h in hits if h.memory], stats, now, params)
     accessed = views.any_access()
-    # A current search's entries come from the views' memo, the same objects
-    # search after search: their counts are held by the object. As of a seq,
-    # every read makes new objects, so the counts are found by the text.
-    current = views.as_of is None
+    # Entries the views' memo serves are the same objects search after search:
+    # their counts are held by the object. Any other read (as of a seq, or a
+    # snapshot the log has moved past) makes new objects, so the counts are
+    # found by the text (holding those would only push the memo's out).
+    held = views.memo is not None
     for hit, inp, view in _entry_rows(views, [h for h in hits if not h.memory]):
         if view.entry is None or view.state not in SHOWN_STATES:
             continue
         text = (0.0 if hit.text_score < 0 else 1.0 if stats is None
-                else held_text_score(view.entry, searchable_text, stats) if current
+                else held_text_score(view.entry, searchable_text, stats) if held
                 else text_score(searchable_text(view.entry), stats))
         out.append(_candidate(views, hit, inp, view, text, params, now, accessed))
     return out

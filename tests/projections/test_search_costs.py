@@ -64,7 +64,7 @@ def test_the_view_cache_serves_an_entry_as_its_latest_change_left_it(tmp_path: P
         assert [done_of(s) for s in stores] == [[False], [False]]  # both stores cache the view
         mem.complete_task(task)
         assert [done_of(s) for s in stores] == [[True], [True]]
-        mem.complete_task(task, done=False)  # the first version's bytes again, but for its seqs
+        mem.complete_task(task, done=False)  # open again: a third version, with bytes of its own
         assert [done_of(s) for s in stores] == [[False], [False]]
         assert all(s.store.proj.search_cache.memo.rows for s in stores)  # both searched through the memo
 
