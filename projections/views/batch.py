@@ -14,9 +14,10 @@ the state the run produced, and the result equals applying the events one at
 a time (``tests/projections/test_batch_run.py`` compares the two, with
 ``ViewWriter.batch_entries`` off for the one-at-a-time side).
 
-Lessons still write their formation and upkeep keys as they come (their
-scope reads the session), which is the same in either order: no entry of
-the run reads them.
+A lesson's formation and upkeep records (:func:`.formation.lesson_items`,
+:func:`.upkeep.lesson_items`) are made as it comes, since its scope reads its
+session, and written with the run's; its scope's count is added once per
+scope. No entry of the run reads them, so the order does not matter.
 
 What can fail fails in :meth:`EntryRun.add`, inside the record's own
 ``apply``, so a skipped record is the one that failed. The flush builds its
@@ -43,8 +44,8 @@ from ..models import SessionStats, StoredEntry
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
-from .keys import SEP, rank_value, u64
-from .scopes import add_count, get_count
+from .keys import SEP, hash_key, rank_value, u64
+from .scopes import add_count, get_count, lesson_scope
 
 __all__ = ["RUN_LIMIT", "EntryRun"]
 
@@ -61,13 +62,14 @@ class EntryRun:
     def __init__(self, txn: Any, dbs: dict[bytes, Any]) -> None:
         self.txn = txn
         self.dbs = dbs
-        self._cursor = txn.cursor(db=dbs[b"entries"])
         self._reset()
 
     def _reset(self) -> None:
         self.stored: list[StoredEntry] = []  # the run's new entries, in seq order
         self.derived: list[tuple[str, tuple[str, ...]]] = []  # (entry id, its parents)
         self.ids: set[str] = set()
+        self.lesson_items: dict[bytes, list[tuple[bytes, bytes]]] = {b"formation": [], u.DB: []}
+        self.lesson_scopes: Counter[bytes] = Counter()  # the lessons the run adds to each scope
         self.events = 0
         self.last_seq = 0
 
@@ -84,11 +86,9 @@ class EntryRun:
 
     def _known(self, entry_id: str) -> bool:
         """Whether the entry id was recorded before (in this run or stored)."""
-        if entry_id in self.ids:
-            return True
-        prefix = entry_id.encode() + SEP
-        cursor = self._cursor
-        return bool(cursor.set_range(prefix)) and bytes(cursor.key()[: len(prefix)]) == prefix
+        # ``by_hash`` holds an entry exactly while it has versions (``_index``
+        # and ``_unindex`` go with them): one lookup instead of a seek
+        return entry_id in self.ids or self.txn.get(hash_key(entry_id), db=self.dbs[b"by_hash"]) is not None
 
     def add(self, rec: RecordedEvent, event: EntryRecorded) -> None:
         """Take one ``entry.recorded`` into the run (the writer has not counted it)."""
@@ -103,8 +103,18 @@ class EntryRun:
         if event.derived_from:
             self.derived.append((eid, event.derived_from))
         if stored.kind == "lesson":
-            f.entry_indexed(self.txn, self.dbs, stored, event)
-            u.entry_indexed(self.txn, self.dbs, stored, event)
+            self._lesson(stored, event)
+
+    def _lesson(self, stored: StoredEntry, event: EntryRecorded) -> None:
+        """A lesson's formation and upkeep records, as ``f.entry_indexed`` and
+        ``u.entry_indexed`` write them, kept for the flush (its scope is read
+        now, from the session, which no event of a run changes)."""
+        eid = stored.entry_id.encode()
+        scope = lesson_scope(self.txn, self.dbs, event)
+        self.lesson_items[b"formation"] += f.lesson_items(scope, eid, event.content, stored.source_seq)
+        if self.txn.get(b"a" + eid, db=self.dbs[u.DB]) is None:
+            self.lesson_items[u.DB] += u.lesson_items(scope, eid, stored.occurred_at)
+            self.lesson_scopes[scope] += 1
 
     def flush(self, writer: Any) -> None:
         """Write the run: each database's items sorted, in one ``putmulti``; the
@@ -116,6 +126,8 @@ class EntryRun:
             if items:
                 _put_sorted(self.txn.cursor(db=self.dbs[name]), items)
             del items  # before the next database's are built
+        for scope, added in self.lesson_scopes.items():
+            u.count_lessons(self.txn, self.dbs, scope, added)
         self._fold_sessions(writer, stored)
         writer.count("events", self.events)
         writer.count("type:entry.recorded", self.events)
@@ -147,6 +159,7 @@ class EntryRun:
                                       [kind.encode() for kind in kinds], strict=True))
         yield b"derived", [(parent.encode() + SEP + eid.encode(), b"")
                            for eid, parents in self.derived for parent in parents]
+        yield from self.lesson_items.items()
 
     def _fold_sessions(self, writer: Any, stored: list[StoredEntry]) -> None:
         """Add the run's entries to their sessions' statistics (``writer``'s) and

@@ -37,6 +37,7 @@ __all__ = [
     "entry_compacted",
     "entry_indexed",
     "entry_unindexed",
+    "lesson_items",
     "lesson_words",
     "reinforced",
     "reinforcement_entity",
@@ -68,12 +69,10 @@ def reinforcement_entity(entry_id: str) -> str:
     return f"R{entry_id}"
 
 
-
-
-
-
-
-
+def lesson_items(scope: bytes, eid: bytes, content: str, source_seq: int) -> list[tuple[bytes, bytes]]:
+    """A shown lesson's records: ``L`` (its word count and source seq) and ``E`` (its scope)."""
+    return [(b"L" + scope + SEP + eid, u64(len(lesson_words(content))) + u64(source_seq)),
+            (b"E" + eid, scope)]
 
 
 def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: EntryRecorded) -> None:
@@ -81,10 +80,8 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
     db = dbs[b"formation"]
     eid = stored.entry_id.encode()
     if stored.kind == "lesson":
-        scope = lesson_scope(txn, dbs, entry)
-        value = u64(len(lesson_words(entry.content))) + u64(stored.source_seq)
-        txn.put(b"L" + scope + SEP + eid, value, db=db)
-        txn.put(b"E" + eid, scope, db=db)
+        for key, value in lesson_items(lesson_scope(txn, dbs, entry), eid, entry.content, stored.source_seq):
+            txn.put(key, value, db=db)
     elif stored.kind == "message" and stored.session_id:
         sid = stored.session_id.encode()
         if stored.recorded_seq > (get_count(txn, db, b"X" + sid) or 0):

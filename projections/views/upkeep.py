@@ -38,9 +38,11 @@ from .scopes import add_count, lesson_scope, scope_key
 __all__ = [
     "checkpoint_marked",
     "checkpoints_of",
+    "count_lessons",
     "entry_indexed",
     "entry_unindexed",
     "ephemeral_ids",
+    "lesson_items",
     "lesson_scopes",
     "oldest_lessons",
     "session_checkpoints",
@@ -51,12 +53,6 @@ __all__ = [
 DB = b"upkeep"
 _enc = msgspec.msgpack.Encoder()
 _checkpoint = msgspec.msgpack.Decoder(CheckpointView).decode
-
-
-
-
-
-
 
 
 # -- applying -----------------------------------------------------------------
@@ -70,10 +66,20 @@ def entry_indexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry, entry: E
     if txn.get(b"a" + eid, db=db) is not None:
         return
     scope = lesson_scope(txn, dbs, entry)
-    key = b"A" + scope + SEP + u64(stored.occurred_at) + SEP + eid
-    txn.put(key, b"", db=db)
-    txn.put(b"a" + eid, key, db=db)
-    add_count(txn, db, b"N" + scope, 1)
+    for key, value in lesson_items(scope, eid, stored.occurred_at):
+        txn.put(key, value, db=db)
+    count_lessons(txn, dbs, scope, 1)
+
+
+def count_lessons(txn: Any, dbs: dict[bytes, Any], scope: bytes, added: int) -> None:
+    """Add ``added`` lessons to the scope's count."""
+    add_count(txn, dbs[DB], b"N" + scope, added)
+
+
+def lesson_items(scope: bytes, eid: bytes, occurred_at: int) -> list[tuple[bytes, bytes]]:
+    """An indexed lesson's records: ``A`` (by scope, oldest first) and ``a`` (its ``A`` key)."""
+    key = b"A" + scope + SEP + u64(occurred_at) + SEP + eid
+    return [(key, b""), (b"a" + eid, key)]
 
 
 def entry_unindexed(txn: Any, dbs: dict[bytes, Any], stored: StoredEntry) -> None:
