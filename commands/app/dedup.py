@@ -39,6 +39,7 @@ from projections import ViewReader, lesson_words
 
 from . import log as _log
 from .store import Store
+from .writer import SYSTEM_STREAM
 
 __all__ = ["WordSets", "find_copy", "jaccard", "reinforce_copy"]
 
@@ -49,7 +50,7 @@ _CACHE: WeakKeyDictionary[Store, tuple[int, WordSets]] = WeakKeyDictionary()
 
 def _word_sets(store: Store) -> WordSets:
     """The store's cached word sets, emptied when the ``system`` stream moved."""
-    version = store.log.stream_version("system")
+    version = store.log.stream_version(SYSTEM_STREAM)
     cached = _CACHE.get(store)
     if cached is None or cached[0] != version:
         cached = (version, {})

@@ -32,6 +32,7 @@ from . import log as _log
 from .privacy import run_deletions
 from .store import Store
 from .upkeep import Due, Step, StepContext
+from .writer import SYSTEM_STREAM
 
 __all__ = ["activity", "archive_step", "ephemeral_step"]
 
@@ -129,7 +130,7 @@ def _ephemeral_run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
               "ephemeral_max_age_hours": settings.ephemeral_max_age_hours}
     applied = [RetentionApplied(as_of=ctx.now, policy={}, request_id=request_ids[i], scope=sids[i],
                                 max_counts=policy) for i in sorted(request_ids)]
-    store.writer.append("system", lambda: list(applied), actor=ctx.actor)
+    store.writer.append(SYSTEM_STREAM, lambda: list(applied), actor=ctx.actor)
     _log.info("ephemeral sessions deleted", sessions=len(applied), request_id=report.request_id,
               verified=report.verified)
     return 2 * len(applied) + 1 + len(applied)  # requests and tombstones, purge.completed, retention.applied

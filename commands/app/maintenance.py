@@ -14,6 +14,7 @@ from projections import DecayParams
 
 from .store import Store
 from .validate import check_choice, check_rates, check_unit, to_time
+from .writer import SYSTEM_STREAM
 
 __all__ = [
     "PROJECTIONS", "apply_decay", "decay_params", "dir_size", "disk_sizes", "params_dict", "replay", "stats",
@@ -43,7 +44,7 @@ def apply_decay(store: Store, as_of: datetime | str | int | None = None,
     event = DecayApplied(as_of=when, rates={**current.rates, **given},
                          floor=current.floor if value is None else value,
                          access_boost=current.access_boost, importance_boost=current.importance_boost)
-    store.writer.append("system", lambda: [event])
+    store.writer.append(SYSTEM_STREAM, lambda: [event])
     return store.writer.last_seq
 
 

@@ -20,13 +20,17 @@ Nothing here logs or returns content: reports hold ids, counts and reasons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import msgspec
 
 from eventstore import (
     SHOWN_STATES,
     AppendRequest,
+    ConcurrencyError,
     DeletedRef,
     DeletionCriteria,
     DeletionRequested,
@@ -51,9 +55,12 @@ from .redaction import Redactor
 from .results import DeletionReport
 from .selection import Selection, select
 from .store import Store
+from .writer import SYSTEM_STREAM
 
 __all__ = ["MIN_SPAN", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
 
+_RETRIES = 8  # decisions made again after another write to the system stream came between
+_T = TypeVar("_T")
 MIN_SPAN = 6  # a redacted span shorter than this is not scanned for (too likely by chance)
 
 
@@ -63,16 +70,44 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
                  defer: bool) -> DeletionReport:
     """Journal the purge, append the request and tombstone (erasing payloads),
     then purge unless deferred."""
+    report, held, sel = _decided(store, lambda version: _tombstone(
+        store, version, criteria, reason, requested_by, defer))
+    if defer:
+        held.release()
+        return report
+    return purge(store, report, held, sel.needles)
+
+
+def _decided(store: Store, attempt: Callable[[int], _T]) -> _T:
+    """``attempt(version)``: read the views, decide, and append to the system
+    stream expecting it at ``version``, read before the views. Every deletion
+    and redaction appends there, so one committed since that read fails the
+    append (``ConcurrencyError``, nothing written) and the decision is made
+    again on views that see it: a redaction never brings back an entry deleted
+    meanwhile, and a deletion also erases the payload of a redaction committed
+    meanwhile. Any other write to the system stream (a purge's record, decay)
+    costs a retry too."""
+    for tried in range(_RETRIES):
+        try:
+            return attempt(store.log.stream_version(SYSTEM_STREAM))
+        except ConcurrencyError:
+            if tried == _RETRIES - 1:
+                raise
+            time.sleep(random.uniform(0, 0.002 * (tried + 1)))  # apart from the writer it met
+    raise AssertionError("unreachable")
+
+
+def _tombstone(store: Store, version: int, criteria: DeletionCriteria, reason: str, requested_by: str,
+               defer: bool) -> tuple[DeletionReport, Held, Selection]:
+    """Select, journal the intent, and append the request and its tombstone."""
     with store.read() as views:
         sel = select(views, criteria)
     if not sel.refs:
         raise InvalidInputError("the request selects nothing to delete")
     request_id = new_id("del")
-    counts: dict[str, int] = {}
-    for ref in sel.refs.values():
-        counts[ref.kind] = counts.get(ref.kind, 0) + 1
     seqs = tuple(sorted(sel.seqs))
     ids = tuple(sel.refs)
+    counts = _counts(sel.refs.values())
     tombstone = EntriesDeleted(request_id=request_id, entry_ids=ids, erased_seqs=seqs,
                                counts_by_kind=counts, refs=tuple(sel.refs.values()))
     asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason,
@@ -84,8 +119,9 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
     try:
         crashpoint("delete: append the tombstone")
         results = store.log.append_many([
-            AppendRequest("system", [asked], requested_by),
-            AppendRequest("system", [tombstone], requested_by, event_ids=[intent.event_id], erases=seqs)])
+            AppendRequest(SYSTEM_STREAM, [asked], requested_by, version),
+            AppendRequest(SYSTEM_STREAM, [tombstone], requested_by, event_ids=[intent.event_id],
+                          erases=seqs)])
     except BaseException:
         _drop_unless_committed(store, held)
         raise
@@ -93,10 +129,7 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
     report = DeletionReport(request_id=request_id, deleted=len(ids), ids=ids, purged=False,
                             seq=results[-1].last_seq, erased_seqs=seqs, counts_by_kind=counts,
                             pending=True)
-    if defer:
-        held.release()
-        return report
-    return purge(store, report, held, sel.needles)
+    return report, held, sel
 
 
 class _Batch:
@@ -122,8 +155,8 @@ class _Batch:
         tombstone = EntriesDeleted(request_id=request_id, entry_ids=tuple(refs), erased_seqs=mine,
                                    counts_by_kind=_counts(refs.values()), refs=tuple(refs.values()))
         asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
-        self.asked += [AppendRequest("system", [asked], by),
-                       AppendRequest("system", [tombstone], by, erases=mine)]
+        self.asked += [AppendRequest(SYSTEM_STREAM, [asked], by),
+                       AppendRequest(SYSTEM_STREAM, [tombstone], by, erases=mine)]
 
 
 def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]],
@@ -133,6 +166,13 @@ def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]]
     many sessions). Returns the combined report and, by the index of each
     request that selected anything, its request id. What an earlier request
     selected is not selected again."""
+    report, held, batch = _decided(store, lambda version: _tombstones(store, version, requests, requested_by))
+    return purge(store, report, held, batch.needles), batch.request_ids
+
+
+def _tombstones(store: Store, version: int, requests: Sequence[tuple[DeletionCriteria, str]],
+                requested_by: str) -> tuple[DeletionReport, Held, _Batch]:
+    """Select every request, journal the intent, and append the requests and tombstones."""
     batch = _Batch()
     with store.read() as views:
         for index, (criteria, reason) in enumerate(requests):
@@ -144,6 +184,7 @@ def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]]
                          entry_ids=tuple(batch.refs), erased_seqs=tuple(sorted(batch.seqs)),
                          views=any(r.kind in ("memory", "session") for r in batch.refs.values()))
     # The first tombstone carries the intent's event id: the witness that the transaction committed.
+    batch.asked[0] = msgspec.structs.replace(batch.asked[0], expected_version=version)
     batch.asked[1] = msgspec.structs.replace(batch.asked[1], event_ids=[intent.event_id])
     held = Journal(store.data_dir).write(intent)
     try:
@@ -157,7 +198,7 @@ def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]]
     report = DeletionReport(request_id=first, deleted=len(batch.refs), ids=tuple(batch.refs), purged=False,
                             seq=results[-1].last_seq, erased_seqs=intent.erased_seqs,
                             counts_by_kind=_counts(batch.refs.values()), pending=True)
-    return purge(store, report, held, batch.needles), batch.request_ids
+    return report, held, batch
 
 
 def _counts(refs: Iterable[DeletedRef]) -> dict[str, int]:
@@ -170,6 +211,17 @@ def _counts(refs: Iterable[DeletedRef]) -> dict[str, int]:
 def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
                   requested_by: str, defer: bool) -> DeletionReport:
     """Remove spans from a stored entry: erase its payloads, append the redacted entry, purge."""
+    report, held, needles = _decided(store, lambda version: _redaction(
+        store, version, entry_id, redactor, reason, requested_by, defer))
+    if defer:
+        held.release()
+        return report
+    return purge(store, report, held, needles)
+
+
+def _redaction(store: Store, version: int, entry_id: str, redactor: Redactor, reason: str,
+               requested_by: str, defer: bool) -> tuple[DeletionReport, Held, set[bytes]]:
+    """Read the entry, redact it, journal the intent, and append the redaction."""
     with store.read() as views:
         view = views.entry(entry_id)
     if view is None or view.entry is None or view.state not in SHOWN_STATES:
@@ -189,7 +241,8 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
     held = Journal(store.data_dir).write(intent)
     try:
         crashpoint("redact: append the redaction")
-        result = store.log.erase(seqs, event, stream="system", actor=requested_by, event_id=intent.event_id)
+        result = store.log.erase(seqs, event, stream=SYSTEM_STREAM, actor=requested_by,
+                                 expected_version=version, event_id=intent.event_id)
     except BaseException:
         _drop_unless_committed(store, held)
         raise
@@ -197,10 +250,7 @@ def run_redaction(store: Store, entry_id: str, redactor: Redactor, reason: str,
     report = DeletionReport(request_id=intent.event_id, deleted=0, ids=(entry_id,), purged=False,
                             seq=result.last_seq, erased_seqs=tuple(seqs), counts_by_kind=counts,
                             pending=True)
-    if defer:
-        held.release()
-        return report
-    return purge(store, report, held, needles)
+    return report, held, needles
 
 
 def _drop_unless_committed(store: Store, held: Held) -> None:
@@ -247,5 +297,5 @@ def run_retention(store: Store, as_of: int, policy: dict[str, int], defer: bool)
         criteria = DeletionCriteria(ids=ids, include_derived=False)
         report = run_deletion(store, criteria, "retention", "retention", defer)
     applied = RetentionApplied(as_of=as_of, policy=policy, request_id=report.request_id if report else None)
-    store.log.append("system", [applied], actor="retention")
+    store.log.append(SYSTEM_STREAM, [applied], actor="retention")
     return report

@@ -49,6 +49,7 @@ from .results import DeletionReport
 from .scan import purge_scope, scan_needles
 from .search import find, make_query
 from .store import Store
+from .writer import SYSTEM_STREAM
 
 _LABEL = re.compile(r"(nats|raft-log-bound):")  # what a shared log's purge reports
 
@@ -95,7 +96,7 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes])
                             bytes_scanned=scanned, verified=verified, seconds=round(total, 6),
                             checks=checks_done, findings=findings, action=action)
     crashpoint("purge: record purge.completed")
-    seq = store.log.append("system", [record], actor="purge").last_seq
+    seq = store.log.append(SYSTEM_STREAM, [record], actor="purge").last_seq
     held.done()
     _log.info("purge completed", requests=len(record.request_ids), verified=verified, files=len(files))
     return msgspec.structs.replace(

@@ -23,6 +23,7 @@ from . import log as _log
 from .privacy import run_deletion
 from .store import Store
 from .upkeep import Due, Step, StepContext
+from .writer import SYSTEM_STREAM
 
 __all__ = ["retention_count_step", "scope_label", "scopes_over"]
 
@@ -70,7 +71,7 @@ def _run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
                           REQUESTED_BY, False)
     applied = [RetentionApplied(as_of=ctx.now, policy={}, request_id=report.request_id,
                                 max_counts={"lesson": limit}, scope=scope_label(u, a)) for u, a, _ in scopes]
-    store.writer.append("system", lambda: list(applied), actor=ctx.actor)
+    store.writer.append(SYSTEM_STREAM, lambda: list(applied), actor=ctx.actor)
     _log.info("retention by count applied", request_id=report.request_id, scopes=len(scopes),
               deleted=report.deleted, verified=report.verified)
     return 3 + len(applied)  # deletion.requested, entries.deleted, purge.completed, retention.applied each

@@ -34,6 +34,7 @@ from eventstore import EntriesDeleted, EntryRecorded, EntryRedacted, MemlogError
 
 from . import log as _log
 from .store import Store
+from .writer import SYSTEM_STREAM
 
 __all__ = ["MARK_FILE", "on_write", "purge_due", "purge_shared", "purged_up_to"]
 
@@ -63,7 +64,7 @@ def purge_due(store: Store) -> int:
     purged for yet: 0 on a local log or a read-only store."""
     if not store.shared or store.read_only:
         return 0
-    return max(0, store.log.stream_version("system") - purged_up_to(store.data_dir))
+    return max(0, store.log.stream_version(SYSTEM_STREAM) - purged_up_to(store.data_dir))
 
 
 def on_write(store: Store, recorded: Callable[[EntryRecorded], None]) -> Callable[[EntryRecorded], None]:
@@ -96,7 +97,7 @@ def purge_shared(store: Store) -> int:
     store.proj.catch_up(search=True)  # the tombstones up to ``head`` are applied
     entry_ids: set[str] = set()
     tombstones, version = 0, done
-    for rec in store.log.read_stream("system", done + 1):
+    for rec in store.log.read_stream(SYSTEM_STREAM, done + 1):
         if rec.seq > head:
             break
         version = rec.version

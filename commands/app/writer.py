@@ -24,12 +24,14 @@ from . import log as _log
 from .metrics import METRICS
 from .validate import check_id
 
-__all__ = ["RESTORED_ON_WRITE", "Writer"]
+__all__ = ["RESTORED_ON_WRITE", "SYSTEM_STREAM", "Writer"]
 
 # -- upkeep (issue 18): the reason of an automatic restore by a write (seed 000)
 RESTORED_ON_WRITE = "auto-restore: a write touched the archived session"
 
 _RETRIES = 5
+# The stream of deletions, redactions, purges, decay and retention: writes of no session.
+SYSTEM_STREAM = "system"
 
 
 class Writer:
@@ -139,7 +141,7 @@ class Writer:
             raise SessionClosedError(f"session {sid} is closed; start a new session")
         if sid in self._pending_sessions:
             return sid  # started in this batch, or already checked in it
-        stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version("system"))
+        stamp = (self.log.stream_version(f"session:{sid}"), self.log.stream_version(SYSTEM_STREAM))
         if self._live_at.get(sid) != stamp:
             # The views are caught up to at least ``stamp`` when read.
             with self.proj.read() as views:

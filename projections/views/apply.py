@@ -320,6 +320,8 @@ class ViewWriter:
             return
         db = self.dbs[b"entries"]
         versions = list(all_versions(self.txn, db, event.entry_id))
+        if not versions and self.txn.get(event.entry_id.encode(), db=self.dbs[b"deleted"]) is not None:
+            return  # logged after the entry's deletion (a race the write side refuses): deletion is final
         for seq, _ in versions:
             self.txn.delete(version_key(event.entry_id, seq), db=db)
         last = _entry(versions[-1][1]) if versions else None

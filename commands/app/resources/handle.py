@@ -41,6 +41,7 @@ from ..results import DeletionReport
 from ..store import Store
 from ..summarise import ExtractiveSummariser, Summariser, check_summary
 from ..validate import check_choice, check_id
+from ..writer import SYSTEM_STREAM
 from .policy import Item, expired, plan_evictions, plan_flush, total
 from .reading import ResourceMessage, find_spec, live_items, to_item, to_message, token_count
 from .spec import blocks_of, default_block, instance_key, stream_of
@@ -225,7 +226,7 @@ class ResourceHandle:
 
     def _stamp(self) -> tuple[int, int]:
         """The versions of the resource's stream and of the system stream (deletions)."""
-        return self.store.log.stream_version(self.stream), self.store.log.stream_version("system")
+        return self.store.log.stream_version(self.stream), self.store.log.stream_version(SYSTEM_STREAM)
 
     def _items(self, stamp: tuple[int, int]) -> list[Item]:
         """The items with their tokens, from the cache while neither stream has moved."""
