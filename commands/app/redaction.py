@@ -39,13 +39,19 @@ _LINK = rf"(?:[{_WS}]*(?:[:=,;>\x{{2192}}\x{{2013}}\x{{2014}}-]+|\b(?:is|was|set
 _FOR = rf"(?:[{_WS}]+for(?:[{_WS}]+[^{_WS}]+){{1,3}}?{_LINK}+)"
 # A keyword (after a word boundary or an underscore: DB_PASSWORD), maybe quoted
 # ("password": ...), then what stands before the secret; ``pw`` needs a link.
-_KEYWORD = (rf"(?:(?:\b|_)(?:passwords?|passwd|passphrase|passcode|pwd)\b[\"']?(?:{_FOR}|{_LINK}*)"
+# A secret key named as such counts as a password: aws_secret_access_key=..., client secret: ...
+_SECRET = r"secret(?:[_ -]?access)?[_ -]?key|(?:client|api)[_ -]?secret"
+_KEYWORD = (rf"(?:(?:\b|_)(?:passwords?|passwd|passphrase|passcode|pwd|{_SECRET})\b[\"']?(?:{_FOR}|{_LINK}*)"
             rf"|\bpw\b[\"']?(?:{_FOR}|{_LINK}+))")
 PATTERNS: dict[str, str] = {
-    "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
-    # Long opaque tokens, including the common prefixed forms (sk-..., ghp_..., AKIA...).
-    "api_key": r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
-               r"|\b[A-Za-z0-9]{32,}\b",
+    # Letters of any script (josé@exämple.pt); RE2's \b is ASCII only, so none is asked for.
+    "email": r"[\p{L}\p{N}._%+-]+@[\p{L}\p{N}.-]+\.\p{L}{2,}",
+    # Long opaque tokens: a JWT whole (its header alone is a standard string),
+    # the common prefixed forms (sk-..., ghp_..., AKIA...), and a run of 32 or
+    # more letters and digits with the token characters around it (-, _, /, +, =).
+    "api_key": r"\beyJ[A-Za-z0-9_-]{13,}\.[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+)?"
+               r"|\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
+               r"|[A-Za-z0-9_/+-]*\b[A-Za-z0-9]{32,}\b[A-Za-z0-9_/+=-]*",
     # Keywords and links, repeated ("the password, password: x"), then the secret:
     # the seed's pattern took "is" for the secret and kept it.
     "password": rf"(?i)(?:{_KEYWORD}[{_WS}]*)+[^{_WS}]+",
@@ -100,14 +106,17 @@ def compile_regex(name: str, regex: object) -> Any:
 
 
 def _re2_problem(exc: Exception) -> str:
-    """RE2's reason, with what it means for a Python regex."""
+    """RE2's reason, with what it means for a Python regex, without the part of
+    the regex RE2 quotes after it (a regex often spells the very text it is
+    meant to remove)."""
     raw = exc.args[0] if exc.args else ""
     detail = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+    reason = detail.split(": ", 1)[0]
     if any(detail.endswith(op) for op in ("(?=", "(?!", "(?<=", "(?<!")):
-        return f"{detail} (lookaround is not supported)"
+        return f"{reason} (lookaround is not supported)"
     if detail[-2:-1] == "\\" and detail[-1:].isdigit():
-        return f"{detail} (backreferences are not supported)"
-    return detail
+        return f"{reason} (backreferences are not supported)"
+    return reason
 
 
 class _Pattern:
@@ -175,7 +184,7 @@ def _may_match(kind: str, data: bytes) -> bool:
         return _TOKEN_RUN in data.translate(_TOKEN_TABLE)
     if kind == "password":
         lower = data.lower()
-        return b"pass" in lower or b"pw" in lower or _LONG_S in data
+        return b"pass" in lower or b"pw" in lower or b"secret" in lower or _LONG_S in data
     return True
 
 

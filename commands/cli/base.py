@@ -190,7 +190,10 @@ def stdin_value(ctx: click.Context, param: click.Parameter, value: str | None) -
         text: str = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInputError(f"{name} from stdin is not valid UTF-8") from None
-    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    if not text:  # a broken pipe would otherwise store nothing for an optional field, silently
+        raise InvalidInputError(f"{name} from stdin must not be empty")
+    return text
 
 
 pass_context = click.make_pass_decorator(Context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from eventstore import InvalidInputError, shown
+from eventstore import InvalidInputError
 
 from ..memory import MemoryLog
 from .base import Context, pass_context
@@ -19,7 +19,9 @@ def parse_meta(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InvalidInputError(f"--meta takes KEY=VALUE, got {shown(pair)}")
+            # the value is not repeated: metadata is content (redacted on ingest, purged on deletion)
+            raise InvalidInputError(f"--meta takes KEY=VALUE; a value of {len(pair)} characters "
+                                    f"{'has no key' if sep else 'has no ='}")
         out[key] = value
     return out
 

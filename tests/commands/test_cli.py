@@ -143,6 +143,8 @@ BAD = [
     (("context", "sess-nope"), 3, "not found"),
     (("session", "show", "bad id"), 2, "session id"),
     (("session", "start", "--meta", "novalue"), 2, "KEY=VALUE"),
+    (("session", "start", "--meta", "db_password: hunter2"), 2, "a value of 20 characters has no ="),
+    (("redact", "{sid}", "--regex", "SECRETX(", "--reason", "r", "--requested-by", "me"), 2, "missing )"),
     (("decay", "--rate", "message=fast"), 2, "KIND=RATE"),
     (("audit", "at", "@x", "entry", "x"), 2, "invalid seq"),
 ]
@@ -162,3 +164,4 @@ def test_bad_input_is_one_error_line_and_writes_nothing(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:") and "Traceback" not in err
     assert head_of(store) == head
+    assert not any(secret in err for secret in ("hunter2", "SECRETX"))  # content is not repeated

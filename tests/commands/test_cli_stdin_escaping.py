@@ -66,6 +66,10 @@ def test_stdin_must_be_utf8_and_not_empty(run: Run, store: Path, sid: str) -> No
     assert result.exit_code == 2 and "not valid UTF-8 [E_SCHEMA_INVALID]" in result.stderr
     code, _, err = run("add", "lesson", sid, "--content", "-", stdin="")
     assert code == 2 and "must not be empty" in err and head_of(store) == head
+    for option in ("--rationale", "--evidence", "--recommendation"):  # optional fields too
+        kind, first = ("decision", "--decision") if option == "--rationale" else ("finding", "--description")
+        code, _, err = run("add", kind, sid, first, "x", option, "-", stdin="\n")
+        assert code == 2 and f"{option} from stdin must not be empty" in err and head_of(store) == head
 
 
 def test_terminal_output_escapes_controls(run: Run, sid: str) -> None:

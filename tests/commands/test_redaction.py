@@ -70,6 +70,8 @@ def test_redactor_counts_per_kind() -> None:
     ("password \u2192 hunter2", "[REDACTED]"),
     ('{"password": "hunter2"}', '{"[REDACTED]'),
     ("DB_PASSWORD=hunter2", "DB[REDACTED]"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws[REDACTED]"),
+    ("client secret: 0a1b2c3d", "[REDACTED]"),
 ])
 def test_a_password_in_a_sentence_goes_with_the_words_before_it(text: str, expected: str) -> None:
     """The linking words after the keyword (is, was, set, to) are not taken for the
@@ -79,7 +81,26 @@ def test_a_password_in_a_sentence_goes_with_the_words_before_it(text: str, expec
     assert counts == {"password": 1}
 
 
+_JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0"
+        ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+
+
+@pytest.mark.parametrize(("kind", "text", "expected"), [
+    ("api_key", f"Authorization: Bearer {_JWT} sent", "Authorization: Bearer [REDACTED] sent"),  # whole
+    ("api_key", "token ab-" + "Q1" * 20 + "/x_y+z== ok", "token [REDACTED] ok"),  # around the long run
+    ("api_key", "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024",
+     "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024"),
+    ("email", "write to jos\u00e9@ex\u00e4mple.pt or \u00e9mile@example.fr.", "write to [REDACTED] or [REDACTED]."),
+])
+def test_tokens_and_emails_go_whole(kind: str, text: str, expected: str) -> None:
+    """A JWT goes whole (its header alone is a standard string that gives nothing
+    away); a long token goes with the token characters around it; an email may
+    hold letters of any script."""
+    assert Redactor([kind]).redact(text, {}) == expected
+
+
 _SECRETS = st.sampled_from([
+    _JWT, "client_secret=ab12", "x@ex\u00e4mple.pt",
     "sk-" + "a1B2" * 5, "ghp_" + "Z9" * 10, "AKIA" + "ABCD1234" * 2, "x" * 32 + "7", "Password: hunter2",
     "pwd=s3cr3t", "my password is x", "pw: y", "jane@example.com", "é" * 3, "tok" + "-_" * 9, "\ud800",
 ])
