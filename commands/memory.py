@@ -378,6 +378,10 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         """Apply per-kind retention (days) as deletions with the reason "retention"."""
         return forgetting.retention(self.store, as_of, days, defer)
 
+    def retention_due(self, as_of: Any = None, days: dict[str, int] | None = None) -> dict[str, str]:
+        """What :meth:`retention` would delete now: entry id -> kind (a dry run; writes nothing)."""
+        return forgetting.retention_due(self.store, as_of, days)
+
     def purge(self) -> DeletionReport | None:
         """Run every deferred purge now; None when nothing is pending. On a shared
         log, first purge this host's projections of deletions other hosts made."""

@@ -9,7 +9,7 @@ from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryN
 from eventstore.timeutil import MAX_MICROS
 from projections import DeletionRecord
 
-from .privacy import run_deletion, run_redaction, run_retention
+from .privacy import expired, run_deletion, run_redaction, run_retention
 from .purging import purge_deferred
 from .redaction import PATTERNS, Redactor
 from .results import DeletionReport
@@ -69,13 +69,23 @@ def redact(store: Store, entry_id: str, *, patterns: Iterable[str] | None = None
 def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = None,
               defer: bool = False) -> DeletionReport | None:
     """Apply per-kind retention (days) as deletions with the reason "retention"."""
+    return run_retention(store, *_retention_policy(store, as_of, days), defer)
+
+
+def retention_due(store: Store, as_of: Any = None, days: dict[str, int] | None = None) -> dict[str, str]:
+    """What :func:`retention` would delete (id -> kind); writes nothing."""
+    return expired(store, *_retention_policy(store, as_of, days))
+
+
+def _retention_policy(store: Store, as_of: Any, days: dict[str, int] | None) -> tuple[int, dict[str, int]]:
+    """The retention's time and its days by kind, checked."""
     when = to_time(as_of, "as_of") or now_micros()
     policy = dict(store.settings.retention_days if days is None else days)
     for kind, value in policy.items():
         check_choice(kind, "kind", ENTRY_KINDS)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_DAYS:
             raise InvalidInputError(f"retention days for {kind} must be an integer from 0 to {_MAX_DAYS}")
-    return run_retention(store, when, policy, defer)
+    return when, policy
 
 def purge(store: Store) -> DeletionReport | None:
     """Run every deferred purge now; None when nothing is pending."""

@@ -57,7 +57,7 @@ from .selection import Selection, select
 from .store import Store
 from .writer import SYSTEM_STREAM
 
-__all__ = ["MIN_SPAN", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
+__all__ = ["MIN_SPAN", "expired", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
 
 _RETRIES = 8  # decisions made again after another write to the system stream came between
 _T = TypeVar("_T")
@@ -284,14 +284,20 @@ def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int])
     return map_texts(view.entry, lambda text: redactor.redact(text, counts))
 
 
-def run_retention(store: Store, as_of: int, policy: dict[str, int], defer: bool) -> DeletionReport | None:
-    """Delete every entry older than its kind's retention, as a deletion with reason "retention"."""
+def expired(store: Store, as_of: int, policy: dict[str, int]) -> dict[str, str]:
+    """The entries older than their kind's retention as of ``as_of``: id -> kind."""
     day = 86_400_000_000
-    def expired(s: StoredEntry) -> bool:
+
+    def old(s: StoredEntry) -> bool:
         return s.kind in policy and s.state != "deleted" and s.occurred_at < as_of - policy[s.kind] * day
 
     with store.read() as views:
-        ids = tuple(v.entry_id for v in views.latest_entries(expired) if v.entry is not None)
+        return {v.entry_id: v.kind for v in views.latest_entries(old) if v.entry is not None}
+
+
+def run_retention(store: Store, as_of: int, policy: dict[str, int], defer: bool) -> DeletionReport | None:
+    """Delete every entry older than its kind's retention, as a deletion with reason "retention"."""
+    ids = tuple(expired(store, as_of, policy))
     report = None
     if ids:
         criteria = DeletionCriteria(ids=ids, include_derived=False)

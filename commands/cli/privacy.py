@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import click
 import msgspec
@@ -88,9 +89,20 @@ def redact(ctx: Context, entry_id: str, patterns: tuple[str, ...], regex: str | 
 @click.command()
 @click.option("--as-of", "as_of", help="Apply retention as of this time (default now).")
 @click.option("--defer", is_flag=True)
+@click.option("--dry-run", is_flag=True, help="List what would be deleted; write nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_context
-def retention(ctx: Context, as_of: str | None, defer: bool) -> None:
+def retention(ctx: Context, as_of: str | None, defer: bool, dry_run: bool, yes: bool) -> None:
     """Delete entries older than their kind's retention (reason "retention")."""
+    if dry_run:
+        with ctx.memory() as mem:
+            due = mem.retention_due(as_of=as_of)
+        counts = dict(sorted(Counter(due.values()).items()))
+        ctx.emit({"dry_run": True, "due": len(due), "counts_by_kind": counts, "ids": list(due)},
+                 f"retention would delete {len(due)} item(s)"
+                 + "".join(f"\n  {kind}: {n}" for kind, n in counts.items()))
+        return
+    _confirm(yes, "Delete every entry past its kind's retention, for good? This cannot be undone.")
     with ctx.memory() as mem:
         report = mem.retention(as_of=as_of, defer=defer)
     _report(ctx, report, "retention")

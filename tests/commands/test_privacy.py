@@ -132,7 +132,13 @@ def test_delete_by_session_user_and_retention(store: Store) -> None:
             "--requested-by", "dpo", "--yes")
     cli_run(store, "delete", "--user", "carol", "--reason", "right to be forgotten",
             "--requested-by", "carol", "--yes")
-    report = cli_run(store, "retention", "--as-of", "2026-01-01T00:00:00Z")
+    plan = cli_run(store, "retention", "--as-of", "2026-01-01T00:00:00Z", "--dry-run")
+    assert plan["dry_run"] is True and plan["due"] == 1 and sum(plan["counts_by_kind"].values()) == 1
+    refused = CliRunner().invoke(cli, ["--dir", str(store.root), "retention", "--as-of",
+                                       "2026-01-01T00:00:00Z"])
+    assert refused.exit_code == 2 and "without --yes" in refused.stderr  # stdin is not a terminal
+    assert store.found("retention") == set(store.needles("retention"))  # neither wrote anything
+    report = cli_run(store, "retention", "--as-of", "2026-01-01T00:00:00Z", "--yes")
     assert report["deleted"] == 1 and report["verified"] is True
     gone = ("id", "derived", "session", "user_msg", "user_mem", "user_pref", "retention")
     assert store.found(*gone) == set()

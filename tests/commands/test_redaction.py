@@ -90,7 +90,8 @@ _JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZS
     ("api_key", "token ab-" + "Q1" * 20 + "/x_y+z== ok", "token [REDACTED] ok"),  # around the long run
     ("api_key", "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024",
      "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024"),
-    ("email", "write to jos\u00e9@ex\u00e4mple.pt or \u00e9mile@example.fr.", "write to [REDACTED] or [REDACTED]."),
+    ("email", "write to jos\u00e9@ex\u00e4mple.pt or \u00e9mile@example.fr.",
+     "write to [REDACTED] or [REDACTED]."),
 ])
 def test_tokens_and_emails_go_whole(kind: str, text: str, expected: str) -> None:
     """A JWT goes whole (its header alone is a standard string that gives nothing
