@@ -64,19 +64,22 @@ from .validate import check_id
 
 __all__ = ["DROP_ORDER", "RECOVERY_MESSAGES", "build_context", "chars_over_four"]
 
-DROP_ORDER = ("lessons", "decisions", "messages", "recovery", "summary", "tasks", "preferences",
+DROP_ORDER = ("lessons", "findings", "decisions", "messages", "recovery", "summary", "tasks", "preferences",
               "memories", "project", "handoff")
 RECOVERY_MESSAGES = 3
 _TITLES = {
     "project": "Project:", "memories": "User memories:", "preferences": "Preferences:",
     "handoff": "Last session:", "decisions": "Relevant decisions:", "lessons": "Relevant lessons:",
+    "findings": "Open findings:",
     "tasks": "Open tasks:", "recovery": "Recovering previous session:",
     "summary": "Summary of earlier conversation:", "messages": "Recent messages:",
 }
 _OWN_HANDOFF = "Handoff (this session):"
-_ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks", "recovery",
-          "summary", "messages")
-_SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2)}
+_ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "findings", "tasks",
+          "recovery", "summary", "messages")
+# The sections a query ranks: (kind, how many). Findings resolved or dropped stay out.
+_SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2), "findings": ("finding", 2)}
+_CLOSED_FINDINGS = ("resolved", "wont_fix")
 _MAX_TASKS = 50
 
 
@@ -214,12 +217,19 @@ class _Gather:
         return Section("handoff", title, [_text(v) for v in found]), sources
 
     def _searched(self, query: str) -> list[Section]:
+        """Each searched kind's best matches for ``query``, then its newest to fill
+        the places left: a query orders what is shown, it does not hide the
+        session's only decision because it shares no word with the query."""
         out = []
         for name, (kind, limit) in _SEARCHED.items():
-            if query:
-                found = self._find((kind,), query, limit, "relevance")
-            else:
-                found = list(islice(self._newest(kind, self.scope.session_ids), limit))
+            matched = self._find((kind,), query, limit * 2, "relevance") if query else []
+            found = [v for v in matched if _shown(v)][:limit]
+            taken = {v.entry_id for v in found}
+            for view in self._newest(kind, self.scope.session_ids):
+                if len(found) >= limit:
+                    break
+                if view.entry_id not in taken and _shown(view):
+                    found.append(view)
             out.append(Section(name, _TITLES[name], [f"- {_text(v)}" for v in found]))
         return out
 
@@ -265,6 +275,11 @@ def _text(view: EntryView) -> str:
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def _shown(view: EntryView) -> bool:
+    """Whether a searched entry belongs in the context (not a closed finding)."""
+    return getattr(view.entry and view.entry.details, "status", None) not in _CLOSED_FINDINGS
 
 
 def _folds(view: EntryView) -> bool:

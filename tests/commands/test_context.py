@@ -89,3 +89,21 @@ def test_token_counter_is_pluggable(full: tuple[MemoryLog, str]) -> None:
     mem, sid = full
     block = mem.context(sid, budget_tokens=50, count_tokens=lambda t: len(t.split()))
     assert len(block.text.split()) <= 50 and block.tokens <= 50
+
+
+def test_a_query_orders_the_searched_sections_and_does_not_empty_them(tmp_path: Path) -> None:
+    """The session's only decision shows though it shares no word with the query;
+    an open finding shows, a resolved one does not; the query's match comes first."""
+    with MemoryLog.open(tmp_path / "s", embedder=None) as mem:
+        sid = mem.start_session(user_id="alice")
+        mem.record_decision(sid, decision="Use PostgreSQL for the ledger")
+        mem.record_finding(sid, description="Connection pooling is not configured", severity="high")
+        fixed = mem.record_finding(sid, description="The staging certificate expired")
+        mem.update_finding(fixed, status="resolved")
+        mem.record_finding(sid, description="The database backups are never restored in tests")
+        block = mem.context(sid, query="database", budget_tokens=4000)
+    sections = {s.name: s for s in block.sections}
+    assert "Use PostgreSQL for the ledger" in block.text
+    assert sections["findings"].items == 2 and "certificate" not in block.text
+    findings = block.text[block.text.index("Open findings:"):]
+    assert findings.index("backups") < findings.index("pooling")  # the match first, then the newest
