@@ -1,4 +1,5 @@
-"""The examples in docs/cli.md, docs/library.md, docs/integrations.md and docs/scale-out.md run as written."""
+"""The examples in docs/cli.md, docs/library.md, docs/audit.md, docs/integrations.md and docs/scale-out.md
+run as written."""
 
 from __future__ import annotations
 
@@ -49,6 +50,14 @@ def test_library_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     for block in code:
         exec(compile(block, "docs/library.md", "exec"), scope)
     assert os.path.isdir(tmp_path / "store")
+
+
+def test_audit_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python block of docs/audit.md runs as written."""
+    monkeypatch.chdir(tmp_path)
+    code = blocks("audit.md", "python")
+    assert len(code) == 1
+    exec(compile(code[0], "docs/audit.md", "exec"), {})
 
 
 def test_integrations_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
