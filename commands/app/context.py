@@ -2,10 +2,11 @@
 
 Sections, in the order they are printed: project context, the user's memories
 and preferences, the latest handoff ("Last session", or "Handoff (this
-session)" when it is the session's own), relevant decisions and
-lessons (found by search), open tasks, the recovery snapshot of the previous
-session, the session summary (only when the history was cut), and recent
-messages (without those a session summary stands for: :mod:`commands.app.summaries`).
+session)" when it is the session's own), relevant decisions, lessons and
+open findings (a query's best matches first, then the newest), open tasks,
+the recovery snapshot of the previous session, the session summary (only
+when the history was cut), and recent messages (without those a session
+summary stands for: :mod:`commands.app.summaries`).
 
 Everything is drawn from what the session's user may see
 (:func:`~commands.app.scope.session_scope`): the user's own sessions that are
@@ -32,8 +33,8 @@ A preference key holds its latest value: older values stay in the log and in
 Over budget, sections are trimmed, then dropped, in this order (seed 002's,
 lessons first and the handoff last; see :mod:`commands.app.fitting`)::
 
-    lessons, decisions, messages, recovery, summary, tasks, preferences,
-    memories, project, handoff
+    lessons, findings, decisions, messages, recovery, summary, tasks,
+    preferences, memories, project, handoff
 
 Memory resources (:mod:`commands.app.resources.sections`) add a section per
 block, each within its allocation (the resource's ``context_ratio`` of the

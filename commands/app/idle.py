@@ -124,7 +124,8 @@ def _ephemeral_run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
     if not sids:
         return 0
     report, request_ids = run_deletions(
-        store, [(DeletionCriteria(session_id=sid), reasons[sid]) for sid in sids], REQUESTED_BY)
+        store, [(DeletionCriteria(session_id=sid), reasons[sid]) for sid in sids], REQUESTED_BY,
+        missing_ok=True)
     settings = store.settings
     policy = {"ephemeral_max_count": settings.ephemeral_max_count,
               "ephemeral_max_age_hours": settings.ephemeral_max_age_hours}

@@ -20,6 +20,7 @@ Nothing here logs or returns content: reports hold ids, counts and reasons.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -59,7 +60,7 @@ from .writer import SYSTEM_STREAM
 
 __all__ = ["MIN_SPAN", "expired", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
 
-_RETRIES = 8  # decisions made again after another write to the system stream came between
+_RETRY_SECONDS = 10.0  # how long a decision is made again while other system writes come between
 _T = TypeVar("_T")
 MIN_SPAN = 6  # a redacted span shorter than this is not scanned for (too likely by chance)
 
@@ -67,11 +68,11 @@ MIN_SPAN = 6  # a redacted span shorter than this is not scanned for (too likely
 
 
 def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requested_by: str,
-                 defer: bool) -> DeletionReport:
+                 defer: bool, missing_ok: bool = False) -> DeletionReport:
     """Journal the purge, append the request and tombstone (erasing payloads),
-    then purge unless deferred."""
+    then purge unless deferred (``missing_ok``: see :func:`.selection.select`)."""
     report, held, sel = _decided(store, lambda version: _tombstone(
-        store, version, criteria, reason, requested_by, defer))
+        store, version, criteria, reason, requested_by, defer, missing_ok))
     if defer:
         held.release()
         return report
@@ -82,26 +83,29 @@ def _decided(store: Store, attempt: Callable[[int], _T]) -> _T:
     """``attempt(version)``: read the views, decide, and append to the system
     stream expecting it at ``version``, read before the views. Every deletion
     and redaction appends there, so one committed since that read fails the
-    append (``ConcurrencyError``, nothing written) and the decision is made
-    again on views that see it: a redaction never brings back an entry deleted
-    meanwhile, and a deletion also erases the payload of a redaction committed
-    meanwhile. Any other write to the system stream (a purge's record, decay)
-    costs a retry too."""
-    for tried in range(_RETRIES):
+    append (nothing written) and the decision is made again on views that see
+    it: a redaction never brings back an entry deleted meanwhile, and a
+    deletion also erases the payload of a redaction committed meanwhile. Any
+    other write to the system stream (a purge's record, decay) costs a retry
+    too, so the retries have a time budget, not a count; any other conflict
+    is raised as it is."""
+    deadline = time.monotonic() + _RETRY_SECONDS
+    for tried in itertools.count():
+        version = store.log.stream_version(SYSTEM_STREAM)
         try:
-            return attempt(store.log.stream_version(SYSTEM_STREAM))
-        except ConcurrencyError:
-            if tried == _RETRIES - 1:
+            return attempt(version)
+        except ConcurrencyError as exc:
+            if (exc.stream, exc.expected) != (SYSTEM_STREAM, version) or time.monotonic() > deadline:
                 raise
-            time.sleep(random.uniform(0, 0.002 * (tried + 1)))  # apart from the writer it met
+        time.sleep(random.uniform(0, min(0.05, 0.002 * 2 ** min(tried, 5))))  # apart from the writer it met
     raise AssertionError("unreachable")
 
 
 def _tombstone(store: Store, version: int, criteria: DeletionCriteria, reason: str, requested_by: str,
-               defer: bool) -> tuple[DeletionReport, Held, Selection]:
+               defer: bool, missing_ok: bool) -> tuple[DeletionReport, Held, Selection]:
     """Select, journal the intent, and append the request and its tombstone."""
     with store.read() as views:
-        sel = select(views, criteria)
+        sel = select(views, criteria, missing_ok)
     if not sel.refs:
         raise InvalidInputError("the request selects nothing to delete")
     request_id = new_id("del")
@@ -160,23 +164,24 @@ class _Batch:
 
 
 def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]],
-                  requested_by: str) -> tuple[DeletionReport, dict[int, str]]:
+                  requested_by: str, missing_ok: bool = False) -> tuple[DeletionReport, dict[int, str]]:
     """Several deletion requests, each (criteria, reason), tombstoned in one
     transaction and purged once (``memlog maintain``'s batches: one purge for
     many sessions). Returns the combined report and, by the index of each
     request that selected anything, its request id. What an earlier request
     selected is not selected again."""
-    report, held, batch = _decided(store, lambda version: _tombstones(store, version, requests, requested_by))
+    report, held, batch = _decided(store, lambda version: _tombstones(store, version, requests, requested_by,
+                                                                      missing_ok))
     return purge(store, report, held, batch.needles), batch.request_ids
 
 
 def _tombstones(store: Store, version: int, requests: Sequence[tuple[DeletionCriteria, str]],
-                requested_by: str) -> tuple[DeletionReport, Held, _Batch]:
+                requested_by: str, missing_ok: bool) -> tuple[DeletionReport, Held, _Batch]:
     """Select every request, journal the intent, and append the requests and tombstones."""
     batch = _Batch()
     with store.read() as views:
         for index, (criteria, reason) in enumerate(requests):
-            batch.add(index, select(views, criteria), criteria, reason, requested_by)
+            batch.add(index, select(views, criteria, missing_ok), criteria, reason, requested_by)
     if not batch.refs:
         raise InvalidInputError("the requests select nothing to delete")
     first = next(iter(batch.request_ids.values()))
@@ -301,7 +306,7 @@ def run_retention(store: Store, as_of: int, policy: dict[str, int], defer: bool)
     report = None
     if ids:
         criteria = DeletionCriteria(ids=ids, include_derived=False)
-        report = run_deletion(store, criteria, "retention", "retention", defer)
+        report = run_deletion(store, criteria, "retention", "retention", defer, missing_ok=True)
     applied = RetentionApplied(as_of=as_of, policy=policy, request_id=report.request_id if report else None)
     store.log.append(SYSTEM_STREAM, [applied], actor="retention")
     return report

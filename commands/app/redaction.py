@@ -43,15 +43,20 @@ _FOR = rf"(?:[{_WS}]+for(?:[{_WS}]+[^{_WS}]+){{1,3}}?{_LINK}+)"
 _SECRET = r"secret(?:[_ -]?access)?[_ -]?key|(?:client|api)[_ -]?secret"
 _KEYWORD = (rf"(?:(?:\b|_)(?:passwords?|passwd|passphrase|passcode|pwd|{_SECRET})\b[\"']?(?:{_FOR}|{_LINK}*)"
             rf"|\bpw\b[\"']?(?:{_FOR}|{_LINK}+))")
+_LETTERS = (r"\p{Latin}\p{Greek}\p{Cyrillic}\p{Armenian}\p{Georgian}\p{Hebrew}\p{Arabic}\p{Devanagari}"
+            r"\p{Hangul}\p{M}")
 PATTERNS: dict[str, str] = {
-    # Letters of any script (josé@exämple.pt); RE2's \b is ASCII only, so none is asked for.
-    "email": r"[\p{L}\p{N}._%+-]+@[\p{L}\p{N}.-]+\.\p{L}{2,}",
+    # Letters of the alphabets written with spaces between words (josé@exämple.pt);
+    # scripts written without (Han, Kana, Thai) stay out, so the address ends where
+    # their text begins. RE2's \b is ASCII only, so none is asked for.
+    "email": rf"[{_LETTERS}\p{{N}}._%+-]+@[{_LETTERS}\p{{N}}.-]+\.[{_LETTERS}]{{2,}}",
     # Long opaque tokens: a JWT whole (its header alone is a standard string),
     # the common prefixed forms (sk-..., ghp_..., AKIA...), and a run of 32 or
-    # more letters and digits with the token characters around it (-, _, /, +, =).
+    # more letters and digits with the token characters around it (-, _, +, =; a
+    # path's other parts stay).
     "api_key": r"\beyJ[A-Za-z0-9_-]{13,}\.[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+)?"
                r"|\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
-               r"|[A-Za-z0-9_/+-]*\b[A-Za-z0-9]{32,}\b[A-Za-z0-9_/+=-]*",
+               r"|[A-Za-z0-9_+-]*[A-Za-z0-9]{32,}[A-Za-z0-9_+=-]*",
     # Keywords and links, repeated ("the password, password: x"), then the secret:
     # the seed's pattern took "is" for the secret and kept it.
     "password": rf"(?i)(?:{_KEYWORD}[{_WS}]*)+[^{_WS}]+",

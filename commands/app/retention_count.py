@@ -68,7 +68,7 @@ def _run_all(store: Store, dues: list[Due], ctx: StepContext) -> int:
     with store.read() as views:
         ids = tuple(i for u, a, n in scopes for i in views.oldest_lessons(u, a, n))
     report = run_deletion(store, DeletionCriteria(ids=ids, include_derived=False), "retention",
-                          REQUESTED_BY, False)
+                          REQUESTED_BY, False, missing_ok=True)
     applied = [RetentionApplied(as_of=ctx.now, policy={}, request_id=report.request_id,
                                 max_counts={"lesson": limit}, scope=scope_label(u, a)) for u, a, _ in scopes]
     store.writer.append(SYSTEM_STREAM, lambda: list(applied), actor=ctx.actor)

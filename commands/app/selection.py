@@ -44,13 +44,15 @@ class Selection:
             self.needles.add(raw)
 
 
-def select(views: ViewReader, criteria: DeletionCriteria) -> Selection:
-    """Resolve a request against the current views."""
+def select(views: ViewReader, criteria: DeletionCriteria, missing_ok: bool = False) -> Selection:
+    """Resolve a request against the current views. ``missing_ok``: an id or
+    session already gone selects nothing instead of failing (memlog's own
+    requests, whose targets another deletion may have taken meanwhile)."""
     sel = Selection()
     for item in criteria.ids:
-        _select_id(views, sel, item)
+        _select_id(views, sel, item, missing_ok)
     if criteria.session_id is not None:
-        _select_session(views, sel, criteria.session_id)
+        _select_session(views, sel, criteria.session_id, missing_ok)
     if criteria.user_id is not None:
         _select_user(views, sel, criteria.user_id)
     if criteria.kinds or criteria.tags or criteria.before is not None or criteria.after is not None:
@@ -62,13 +64,15 @@ def select(views: ViewReader, criteria: DeletionCriteria) -> Selection:
     return sel
 
 
-def _select_id(views: ViewReader, sel: Selection, item: str) -> None:
+def _select_id(views: ViewReader, sel: Selection, item: str, missing_ok: bool) -> None:
     view = views.entry(item)
     if view is not None and view.state != "deleted":
         sel.add_entry(view)
         return
     memory = views.memory_by_id(item)
     if memory is None:
+        if missing_ok:
+            return
         raise EntryNotFoundError(f"nothing to delete with id {item}")
     _select_memory(views, sel, memory.user_id, memory.key)
 
@@ -81,9 +85,11 @@ def _select_memory(views: ViewReader, sel: Selection, user_id: str, key: str) ->
             sel.needle(version.content)
 
 
-def _select_session(views: ViewReader, sel: Selection, session_id: str) -> None:
+def _select_session(views: ViewReader, sel: Selection, session_id: str, missing_ok: bool) -> None:
     session = views.session(session_id)
     if session is None:
+        if missing_ok:
+            return
         raise SessionNotFoundError(f"session {session_id} not found")
     sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
     # every manifest change: its metadata, tags, and the reasons of archive and close
@@ -119,7 +125,7 @@ def _select_resource_items(views: ViewReader, sel: Selection, session_id: str, u
 def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:
     for session in list(views.sessions()):
         if session.user_id == user_id:
-            _select_session(views, sel, session.session_id)
+            _select_session(views, sel, session.session_id, missing_ok=False)
     for view in views.latest_entries(lambda s: s.user_id == user_id and s.state != "deleted"):
         sel.add_entry(view)
     for memory in views.memories(user_id, include_gone=True):

@@ -99,7 +99,7 @@ CLI_WRITES = [
     ["forget", "--user", "alice", "db"],
     ["delete", "--id", "{mid}", "--reason", "r", "--requested-by", "t", "--yes"],
     ["redact", "{mid}", "--regex", "postgres", "--reason", "r", "--requested-by", "t"],
-    ["retention"],
+    ["retention", "--yes"],
     ["purge"],
     ["decay", "--rate", "message=0.2"],
     ["replay"],

@@ -87,11 +87,14 @@ _JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZS
 
 @pytest.mark.parametrize(("kind", "text", "expected"), [
     ("api_key", f"Authorization: Bearer {_JWT} sent", "Authorization: Bearer [REDACTED] sent"),  # whole
-    ("api_key", "token ab-" + "Q1" * 20 + "/x_y+z== ok", "token [REDACTED] ok"),  # around the long run
+    ("api_key", "token ab-" + "Q1" * 20 + "_x-y+z== ok", "token [REDACTED] ok"),  # around the long run
     ("api_key", "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024",
      "see /home/u/file.txt and the-long-hyphenated-slug-of-a-blog-post-2024"),
     ("email", "write to jos\u00e9@ex\u00e4mple.pt or \u00e9mile@example.fr.",
      "write to [REDACTED] or [REDACTED]."),
+    ("email", "\u8bf7\u53d1\u7ed9zhang@example.com\u8c22\u8c22", "\u8bf7\u53d1\u7ed9[REDACTED]\u8c22\u8c22"),
+    ("api_key", "see hub/snapshots/" + "a1b2c3d4" * 5 + "/config.json",
+     "see hub/snapshots/[REDACTED]/config.json"),
 ])
 def test_tokens_and_emails_go_whole(kind: str, text: str, expected: str) -> None:
     """A JWT goes whole (its header alone is a standard string that gives nothing
