@@ -313,20 +313,25 @@ def test_a_delete_is_erased_from_the_data_dir(tmp_path: Path) -> None:
     assert scan_dir(path, [kept.encode()])
 
 
-def test_a_delete_also_erases_what_a_forget_by_hand_left(tmp_path: Path) -> None:
-    """Forgetting an item's document memory by hand leaves its search text; the
-    store's delete of that item erases it."""
+def test_a_forget_by_hand_takes_the_search_text_and_a_delete_the_anchor(tmp_path: Path) -> None:
+    """Forgetting an item's document memory by hand (``forget``, MCP's, ``delete
+    --id``) erases its search text too, a copy of the value's words; the store's
+    delete of that item then erases the namespace's anchor the forget left."""
     marker = f"otter{secrets.token_hex(5)}"
+    label = f"ns{secrets.token_hex(5)}"
     path = tmp_path / "store"
     with MemlogStore(path, embedder=None) as store:
-        store.put(("n",), "k", {"text": marker})
-        store.mem.forget(store.user_id, item_key(("n",), "k"))
-        assert store.get(("n",), "k") is None
-        assert scan_dir(path, [marker.encode()])            # the search text is still there
-        store.delete(("n",), "k")
+        store.put((label,), "k", {"text": marker})
+        report = store.mem.forget(store.user_id, item_key((label,), "k"))
+        assert report.verified and report.deleted == 2  # the document and its search text
+        assert store.get((label,), "k") is None
+        assert store.mem.search(marker, user_id=store.user_id, source="memories") == []
+        assert scan_dir(path, [marker.encode()]) == {}
+        assert scan_dir(path, [label.encode()])           # the namespace's anchor is left
+        store.delete((label,), "k")
         report = store.erasure_report()
-        assert report is not None and report.verified
-    assert scan_dir(path, [marker.encode()]) == {}
+        assert report is not None and report.verified and report.deleted == 1
+    assert scan_dir(path, [marker.encode(), label.encode()]) == {}
 
 
 def test_two_users_on_one_directory_do_not_see_each_other(tmp_path: Path) -> None:

@@ -130,7 +130,28 @@ def _record_in(store: Store, session_id: str, entry: EntryRecorded) -> str:
     """Record ``entry``, built (so checked) first, in its session: only then is
     the session checked live, and restored if archived (a refused write restores nothing)."""
     store.writer.live_session(session_id)
+    if entry.derived_from:
+        _check_parents(store, session_id, entry.derived_from)
     return record(store, entry)
+
+
+def _check_parents(store: Store, session_id: str, parents: Iterable[str]) -> None:
+    """An entry derives only from entries its session's user may see: nothing
+    crosses from one user to another (a deletion of a user takes what was
+    derived from the user's entries). The message names no id: whether an id
+    is another user's is not told."""
+    with store.read() as views:
+        session = views.session(session_id)
+        user = None if session is None else session.user_id
+        for parent in parents:
+            view = views.entry(parent)
+            if view is None:
+                continue
+            owner = view.user_id
+            if owner is None and view.session_id is not None:
+                owner = getattr(views.session(view.session_id), "user_id", None)
+            if owner is not None and owner != user:
+                raise InvalidInputError("derived_from names an entry this session's user cannot see")
 
 
 def record_project(store: Store, session_id: str | None, content: str, occurred_at: Any = None) -> str:

@@ -13,6 +13,8 @@ from eventstore import (
 )
 from projections import EntryView, StoredEntry, ViewReader
 
+from .companions import companions
+
 __all__ = ["MIN_NEEDLE", "Selection", "select"]
 
 
@@ -78,11 +80,14 @@ def _select_id(views: ViewReader, sel: Selection, item: str, missing_ok: bool) -
 
 
 def _select_memory(views: ViewReader, sel: Selection, user_id: str, key: str) -> None:
-    for version in views.memory_versions(user_id, key):
-        sel.refs[version.memory_id] = DeletedRef(version.memory_id, "memory", version.saved_seq)
-        sel.seqs.add(version.saved_seq)
-        if version.content:
-            sel.needle(version.content)
+    """Every saved version of the memory, and of the memories that copy its
+    content (:mod:`.companions`: a LangGraph item's search text)."""
+    for name in (key, *companions(key)):
+        for version in views.memory_versions(user_id, name):
+            sel.refs[version.memory_id] = DeletedRef(version.memory_id, "memory", version.saved_seq)
+            sel.seqs.add(version.saved_seq)
+            if version.content:
+                sel.needle(version.content)
 
 
 def _select_session(views: ViewReader, sel: Selection, session_id: str, missing_ok: bool) -> None:

@@ -34,6 +34,8 @@ from langgraph.store.base import get_text_at_path, tokenize_path
 
 from eventstore import InvalidInputError
 
+from ..app.companions import ITEM_PREFIX, NAMESPACE_PREFIX, SEARCH_PREFIX
+
 __all__ = [
     "ITEM_PREFIX",
     "NAMESPACE_PREFIX",
@@ -52,9 +54,6 @@ __all__ = [
     "search_key",
 ]
 
-ITEM_PREFIX = "lg_"
-NAMESPACE_PREFIX = "lgns_"
-SEARCH_PREFIX = "lgix_"
 NOT_INDEXED = "-"  # the search text of an item put with index=False (or with no indexed text)
 _HEX = 40
 

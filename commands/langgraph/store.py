@@ -235,8 +235,8 @@ class MemlogStore(_Reader, BaseStore):
                 self._append(search_key(op.namespace, op.key), text, {})
 
     def _delete(self, gone: list[tuple[Namespace, str]]) -> DeletionReport | None:
-        """Delete the items, their search texts (also one whose document was
-        forgotten by hand) and the anchors of the namespaces left empty, in one
+        """Delete the items, their search texts (a forget by hand takes them
+        too) and the anchors of the namespaces left empty, in one
         deletion request (one purge); None when there is nothing to delete."""
         with self.mem.store.read() as views:
             snap = load(views, self.user_id, None)
@@ -245,7 +245,8 @@ class MemlogStore(_Reader, BaseStore):
         left = Counter(ns for ns, _ in snap.items) - Counter(ns for ns, _ in found)
         ids = [snap.items[pair].memory_id for pair in found]
         ids += [snap.searches[key] for key in (search_key(*pair) for pair in pairs) if key in snap.searches]
-        ids += [snap.anchors[ns][1] for ns in {ns for ns, _ in found} if not left[ns] and ns in snap.anchors]
+        # the anchors of the namespaces left empty, also by a forget by hand of their last item
+        ids += [snap.anchors[ns][1] for ns in {ns for ns, _ in pairs} if not left[ns] and ns in snap.anchors]
         if not ids:
             return None
         return self.mem.delete(ids=ids, reason=DELETE_REASON, requested_by=self.user_id)

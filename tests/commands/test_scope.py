@@ -161,3 +161,21 @@ def test_user_scoped_memory_search(run: Run) -> None:
     code, hits, err = run("search", "ledger", "--user", "alice", "--source", "both")
     assert code == 0 and [h["type"] for h in hits] == ["memory"]
     assert run("search", "ledger", "--source", "everything")[0] == 2
+
+
+def test_an_entry_derives_only_from_its_users_entries(tmp_path: Path) -> None:
+    """Bob's decision cannot name Alice's as its source (a deletion of Alice
+    would otherwise take Bob's with it); his own, or a userless one, it can."""
+    with MemoryLog.open(tmp_path / "s", embedder=None) as mem:
+        alice, bob = mem.start_session(user_id="alice"), mem.start_session(user_id="bob")
+        hers = mem.record_decision(alice, decision="Alice's ledger plan")
+        his = mem.record_decision(bob, decision="Bob's first plan")
+        head = mem.log.head().seq
+        try:
+            mem.record_decision(bob, decision="Bob's plan", derived_from=[hers])
+            raise AssertionError("a decision derived from another user's entry was recorded")
+        except InvalidInputError as exc:
+            assert hers not in str(exc) and mem.log.head().seq == head
+        mine = mem.record_decision(bob, decision="Bob's second plan", derived_from=[his])
+        mem.delete(user_id="alice", reason="erasure", requested_by="alice")
+        assert mem.show(mine).state == "live" and mem.show(his).state == "live"
