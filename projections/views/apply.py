@@ -174,8 +174,7 @@ class ViewWriter:
         before any other record."""
         event = rec.event
         if type(event) is EntryRecorded and self.batch_entries:
-            self.run.add(rec, event)
-            if self.run.full:
+            if self.run.add(rec, event):  # full
                 self.run.flush(self)
             return
         if self.run.pending:

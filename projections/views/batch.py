@@ -1,12 +1,14 @@
 """Runs of ``entry.recorded``: the views' hot path, applied as a batch.
 
 A replay (and any catch-up) is mostly ``entry.recorded``. The writer hands a
-run of consecutive ones to an :class:`EntryRun`. :meth:`EntryRun.add` checks
-the entry id and keeps the stored entry the pure reducer computes
+run of consecutive ones to an :class:`EntryRun`. :meth:`EntryRun.add` keeps
+the stored entry the pure reducer computes
 (:func:`~projections.views.reducers.entry_recorded`); :meth:`EntryRun.flush`
-builds the run's index and version records a column at a time (each key part
-for the whole run in one comprehension, a tenth less time than one entry at
-a time), writes each database's items sorted, with one ``putmulti``, and folds
+checks the run's entry ids (an entry id is recorded once: one ``by_hash``
+lookup an id, made in one ``map``, and the run's own repeats), builds the
+run's index and version records a column at a time (each key part for the
+whole run in one comprehension, a tenth less time than one entry at a time),
+writes each database's items sorted, with one ``putmulti``, and folds
 the session statistics, counters and extraction backlog of the run. The
 writer flushes before any other event, at the end of its batch and every
 ``RUN_LIMIT`` records (the memory a run holds), so every other event reads
@@ -15,16 +17,17 @@ a time (``tests/projections/test_batch_run.py`` compares the two, with
 ``ViewWriter.batch_entries`` off for the one-at-a-time side).
 
 A lesson's formation and upkeep records (:func:`.formation.lesson_items`,
-:func:`.upkeep.lesson_items`) are made as it comes, since its scope reads its
-session, and written with the run's; its scope's count is added once per
-scope. No entry of the run reads them, so the order does not matter.
+:func:`.upkeep.lesson_items`) are made by the flush (its scope reads its
+session, which no event of a run changes) and written with the run's; its
+scope's count is added once per scope. No entry of the run reads them, so the
+order does not matter.
 
 What can fail fails in :meth:`EntryRun.add`, inside the record's own
-``apply``, so a skipped record is the one that failed. The flush builds its
-records from fields the log's decoder validated (a kind of the catalogue, an
-occurred_at in ``Micros``, an importance in ``Unit``), which encode. The
-entry id check (an entry id is recorded once) looks at the run and at the
-database.
+``apply``, so a skipped record is the one that failed: an id long enough for
+its ``by_hash`` key to pass LMDB's 511 bytes is looked up there. The flush
+builds its records from fields the log's decoder validated (a kind of the
+catalogue, an occurred_at in ``Micros``, an importance in ``Unit``), which
+encode.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from collections.abc import Iterator
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -44,13 +48,14 @@ from ..models import SessionStats, StoredEntry
 from . import formation as f
 from . import reducers as r
 from . import upkeep as u
-from .keys import SEP, hash_key, rank_value, u64
+from .keys import SEP, hash_key, rank_values, u64
 from .scopes import add_count, get_count, lesson_scope
 
 __all__ = ["RUN_LIMIT", "EntryRun"]
 
 RUN_LIMIT = 16_384  # records of a run held in memory before they are written
 _crc = zlib.crc32
+_SHORT_ID = 126  # characters: any id this long has a by_hash key within LMDB's 511 bytes
 
 _enc = msgspec.msgpack.Encoder().encode
 _KEY = itemgetter(0)
@@ -65,9 +70,9 @@ class EntryRun:
         self._reset()
 
     def _reset(self) -> None:
-        self.stored: list[StoredEntry] = []  # the run's new entries, in seq order
+        self.stored: list[StoredEntry] = []  # each record's entry, in seq order (repeats: see the flush)
+        self.extra: list[tuple[int, EntryRecorded]] = []  # (index in stored, event): lessons, derived entries
         self.derived: list[tuple[str, tuple[str, ...]]] = []  # (entry id, its parents)
-        self.ids: set[str] = set()
         self.lesson_items: dict[bytes, list[tuple[bytes, bytes]]] = {b"formation": [], u.DB: []}
         self.lesson_scopes: Counter[bytes] = Counter()  # the lessons the run adds to each scope
         self.events = 0
@@ -78,37 +83,48 @@ class EntryRun:
         """Whether records wait to be written."""
         return self.events > 0
 
-    @property
-    def full(self) -> bool:
-        """Whether the run holds enough to be written now (a long run is written
-        in parts of ``RUN_LIMIT`` records, which bounds the memory it holds)."""
-        return self.events >= RUN_LIMIT
-
-    def _known(self, entry_id: str) -> bool:
-        """Whether the entry id was recorded before (in this run or stored)."""
-        # ``by_hash`` holds an entry exactly while it has versions (``_index``
-        # and ``_unindex`` go with them): one lookup instead of a seek
-        return entry_id in self.ids or self.txn.get(hash_key(entry_id), db=self.dbs[b"by_hash"]) is not None
-
-    def add(self, rec: RecordedEvent, event: EntryRecorded) -> None:
-        """Take one ``entry.recorded`` into the run (the writer has not counted it)."""
-        self.events += 1
-        self.last_seq = rec.seq
-        eid = event.entry_id
-        if self._known(eid):  # an entry id is recorded once; a repeat is ignored, deterministically
-            return
+    def add(self, rec: RecordedEvent, event: EntryRecorded) -> bool:
+        """Take one ``entry.recorded`` into the run (the writer has not counted
+        it); whether the run is now full (a long run is written in parts of
+        ``RUN_LIMIT`` records, which bounds the memory it holds). Whether its
+        id is new is decided by the flush, for the whole run."""
+        if len(event.entry_id) > _SHORT_ID:  # its by_hash key may be too long for LMDB: fail here
+            self.txn.get(hash_key(event.entry_id), db=self.dbs[b"by_hash"])
         stored = r.entry_recorded(rec, event)
         self.stored.append(stored)
-        self.ids.add(eid)
-        if event.derived_from:
-            self.derived.append((eid, event.derived_from))
-        if stored.kind == "lesson":
-            self._lesson(stored, event)
+        self.last_seq = stored.recorded_seq
+        if event.derived_from or stored.kind == "lesson":
+            self.extra.append((self.events, event))
+        self.events += 1
+        return self.events >= RUN_LIMIT
+
+    def _new_entries(self) -> tuple[list[StoredEntry], list[bytes], list[bytes]]:
+        """The run's entries whose id is new, with their ids and ``by_hash``
+        keys; the lessons' and derived entries' records taken. An entry id is
+        recorded once: a repeat (in the run, or of an id the views hold) is
+        ignored, deterministically. The ids are looked up a column at a time
+        (``by_hash`` holds an entry exactly while it has versions)."""
+        stored = self.stored
+        raw_ids = [s.entry_id.encode() for s in stored]
+        keys = [_crc(i).to_bytes(4, "big") + i for i in raw_ids]  # hash_key(eid)
+        found = list(map(self.txn.get, keys, repeat(None), repeat(self.dbs[b"by_hash"])))
+        if found.count(None) != len(found) or len(set(raw_ids)) != len(raw_ids):  # a repeat: keep the first
+            kept = _first_new(raw_ids, found)
+            keep = set(kept)
+            self.extra = [(i, event) for i, event in self.extra if i in keep]
+            stored, raw_ids = [stored[i] for i in kept], [raw_ids[i] for i in kept]
+            keys = [keys[i] for i in kept]
+        for i, event in self.extra:
+            if event.derived_from:
+                self.derived.append((event.entry_id, event.derived_from))
+            if event.kind == "lesson":
+                self._lesson(self.stored[i], event)
+        return stored, raw_ids, keys
 
     def _lesson(self, stored: StoredEntry, event: EntryRecorded) -> None:
         """A lesson's formation and upkeep records, as ``f.entry_indexed`` and
-        ``u.entry_indexed`` write them, kept for the flush (its scope is read
-        now, from the session, which no event of a run changes)."""
+        ``u.entry_indexed`` write them (its scope is read from the session,
+        which no event of a run changes)."""
         eid = stored.entry_id.encode()
         scope = lesson_scope(self.txn, self.dbs, event)
         self.lesson_items[b"formation"] += f.lesson_items(scope, eid, event.content, stored.source_seq)
@@ -121,8 +137,8 @@ class EntryRun:
         statistics and counters go to ``writer`` (a :class:`ViewWriter`)."""
         if not self.events:
             return
-        stored = self.stored
-        for name, items in self._items(stored):
+        stored, raw_ids, keys = self._new_entries()
+        for name, items in self._items(stored, raw_ids, keys):
             if items:
                 _put_sorted(self.txn.cursor(db=self.dbs[name]), items)
             del items  # before the next database's are built
@@ -138,21 +154,20 @@ class EntryRun:
             writer.count("entries", len(stored))
         self._reset()
 
-    def _items(self, stored: list[StoredEntry]) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
+    def _items(self, stored: list[StoredEntry], raw_ids: list[bytes],
+               hash_keys: list[bytes]) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
         """Each database's records of the run's entries, built a column at a time
         (every column has one item per entry: each ``zip`` is strict); one
         database's at a time, so the run holds one list of records at most."""
-        eids = [s.entry_id for s in stored]
-        raw_ids = [eid.encode() for eid in eids]
         seq_keys = [u64(s.recorded_seq) for s in stored]
         kinds = [s.kind for s in stored]
         ats = [s.occurred_at for s in stored]
         sids = [(s.session_id or "").encode() for s in stored]
-        importance = map(importance_of, kinds, [s.importance for s in stored], [s.level for s in stored])
-        yield b"by_seq", list(zip(seq_keys, map(rank_value, kinds, importance, ats, eids), strict=True))
+        ranks = rank_values(kinds, _importance(stored), ats, raw_ids)
+        yield b"by_seq", list(zip(seq_keys, ranks, strict=True))
         yield b"entries", list(zip([i + SEP + k for i, k in zip(raw_ids, seq_keys, strict=True)],
                                    map(_enc, stored), strict=True))
-        yield b"by_hash", [(_crc(i).to_bytes(4, "big") + i, b"") for i in raw_ids]  # hash_key(eid)
+        yield b"by_hash", list(zip(hash_keys, repeat(b"")))
         when = [u64(a) + SEP + i for a, i in zip(ats, raw_ids, strict=True)]  # when_key(at, eid)
         yield b"by_time", list(zip(when, sids, strict=True))
         yield b"by_session", list(zip([s + SEP + w for s, w in zip(sids, when, strict=True)],
@@ -181,6 +196,33 @@ class EntryRun:
             added = sum([1 for s in group if s.kind == "message" and s.recorded_seq > upto])
             if added:
                 add_count(self.txn, formation, b"U" + sid.encode(), added)
+
+
+def _first_new(raw_ids: list[bytes], found: list[Any]) -> list[int]:
+    """The positions, in order, of the ids not ``found`` in the views and not seen earlier in the run."""
+    seen: set[bytes] = set()
+    kept = []
+    for i, (raw, known) in enumerate(zip(raw_ids, found, strict=True)):
+        if known is None and raw not in seen:
+            seen.add(raw)
+            kept.append(i)
+    return kept
+
+
+def _importance(stored: list[StoredEntry]) -> list[float]:
+    """:func:`importance_of` each entry: its own, else its kind's and level's
+    (one call per distinct kind and level, not one per entry)."""
+    defaults: dict[tuple[str, str | None], float] = {}
+    out = []
+    for s in stored:
+        value = s.importance
+        if value is None:
+            key = (s.kind, s.level)
+            value = defaults.get(key)
+            if value is None:
+                value = defaults[key] = importance_of(s.kind, None, s.level)
+        out.append(value)
+    return out
 
 
 def _put_sorted(cursor: Any, items: list[tuple[bytes, bytes]]) -> None:

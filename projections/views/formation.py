@@ -38,6 +38,7 @@ __all__ = [
     "entry_indexed",
     "entry_unindexed",
     "lesson_items",
+    "lesson_word_count",
     "lesson_words",
     "reinforced",
     "reinforcement_entity",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits (the search's words); the underscore splits
+_ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32
+                     for c in range(256))  # ASCII letters lower-cased, digits kept, the rest blank
 _enc = msgspec.msgpack.Encoder()
 _entry = decode_stored
 _access = msgspec.msgpack.Decoder(AccessView).decode
@@ -57,6 +60,16 @@ def lesson_words(text: str) -> frozenset[str]:
     """The word set dedup compares (seed 004's Jaccard): lower-cased runs of
     letters and digits, no stemming, no stop words left out."""
     return frozenset(_WORD.findall(text.lower()))
+
+
+def lesson_word_count(text: str) -> int:
+    """``len(lesson_words(text))`` (the ``L`` record's count, written for every
+    lesson a replay meets): in ASCII text a word is a run of letters and digits,
+    so a table lower-cases the letters and blanks every other byte, and ``split``
+    cuts the words, all in C (a fifth of ``findall``'s time)."""
+    if not text.isascii():
+        return len(lesson_words(text))
+    return len(set(text.encode().translate(_ASCII_WORDS).split()))
 
 
 def scope_prefix(user_id: str | None, agent_id: str | None) -> bytes:
@@ -71,7 +84,7 @@ def reinforcement_entity(entry_id: str) -> str:
 
 def lesson_items(scope: bytes, eid: bytes, content: str, source_seq: int) -> list[tuple[bytes, bytes]]:
     """A shown lesson's records: ``L`` (its word count and source seq) and ``E`` (its scope)."""
-    return [(b"L" + scope + SEP + eid, u64(len(lesson_words(content))) + u64(source_seq)),
+    return [(b"L" + scope + SEP + eid, u64(lesson_word_count(content)) + u64(source_seq)),
             (b"E" + eid, scope)]
 
 

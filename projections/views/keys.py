@@ -32,6 +32,7 @@ __all__ = [
     "prefix_items",
     "rank_entry_id",
     "rank_value",
+    "rank_values",
     "session_key",
     "time_key",
     "u64",
@@ -61,6 +62,13 @@ _KIND_CODES = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
 def rank_value(kind: str, importance: float, occurred_at: int, entry_id: str) -> bytes:
     """Value of ``by_seq``: kind code | importance | occurred_at | entry id."""
     return _RANK.pack(_KIND_CODES[kind], importance, occurred_at) + entry_id.encode()
+
+
+def rank_values(kinds: list[str], importance: list[float], occurred: list[int],
+                raw_ids: list[bytes]) -> list[bytes]:
+    """:func:`rank_value` of each entry of a column (``raw_ids``: the ids encoded)."""
+    pack, codes = _RANK.pack, _KIND_CODES
+    return [pack(codes[k], i, a) + r for k, i, a, r in zip(kinds, importance, occurred, raw_ids, strict=True)]
 
 
 def parse_rank_value(raw: bytes | memoryview) -> tuple[str, str, float, int]:
