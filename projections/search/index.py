@@ -172,6 +172,18 @@ class SearchShard:
                 time.sleep(0.01)
         return self.writer
 
+    def add(self, doc: str) -> None:
+        """Add a document (:func:`entry_document`; uncommitted until :meth:`commit`)."""
+        (self.writer or self.open_writer()).add_json(doc)
+        self.dirty = True
+
+    def remove(self, rseq: int) -> None:
+        """Delete the documents of the version recorded at ``rseq`` (uncommitted until :meth:`commit`)."""
+        # delete_documents_by_term silently misses unsigned fields; a term query does not.
+        query = tantivy.Query.term_query(self.schema, "rseq", rseq)
+        self.open_writer().delete_documents_by_query(query)
+        self.dirty = True
+
     def commit(self, checkpoint: int) -> None:
         """Store the checkpoint document and commit, then release the writer."""
         writer = self.open_writer()
@@ -346,20 +358,19 @@ class SearchIndex:
 
     def add(self, entry_id: str, doc: str) -> None:
         """Add a document (:func:`entry_document`; uncommitted until :meth:`commit`)."""
-        shard = self.shards[self.shard_of(entry_id)]
-        shard.open_writer().add_json(doc)
-        shard.dirty = True
+        self.shards[self.shard_of(entry_id)].add(doc)
 
     def apply(self, marks: Sequence[int], seq: int, ops: Iterable[tuple[str, str, Any]]) -> None:
         """Apply the index operations of the record at ``seq`` (``search_ops``)
         to the shards not past it (``marks``: each shard's checkpoint)."""
         for op, entry_id, arg in ops:
-            if self.past(marks, entry_id, seq):
+            n = self.shard_of(entry_id)
+            if seq <= marks[n]:  # the shard holds it already
                 continue
             if op == "add":
-                self.add(entry_id, arg)
+                self.shards[n].add(arg)
             else:
-                self.remove(entry_id, arg)
+                self.shards[n].remove(arg)
 
     def past(self, marks: Sequence[int], entry_id: str, seq: int) -> bool:
         """Whether the shard of ``entry_id`` already holds seq ``seq`` (its checkpoint in ``marks``)."""
@@ -367,11 +378,7 @@ class SearchIndex:
 
     def remove(self, entry_id: str, rseq: int) -> None:
         """Delete an entry's documents (uncommitted until :meth:`commit`)."""
-        shard = self.shards[self.shard_of(entry_id)]
-        # delete_documents_by_term silently misses unsigned fields; a term query does not.
-        query = tantivy.Query.term_query(self.schema, "rseq", rseq)
-        shard.open_writer().delete_documents_by_query(query)
-        shard.dirty = True
+        self.shards[self.shard_of(entry_id)].remove(rseq)
 
     def commit(self, checkpoint: int) -> None:
         """Commit every shard with the new checkpoint."""

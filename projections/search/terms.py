@@ -32,6 +32,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # runs of letters and digits; the un
 _OVER_40 = 40
 _ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _ASCII_SPACES = bytes(c if c in _ALNUM else 32 for c in range(256))  # letters and digits kept
+_ASCII_RUNS = bytes(97 if c in _ALNUM else 32 for c in range(256))  # letters and digits as "a"
+_LONG_RUN = b"a" * (_OVER_40 + 1)
 _stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
 
 
@@ -44,16 +46,20 @@ def words(text: str) -> list[str]:
 
 
 def count_words(text: str) -> int:
-    """``len(words(text))`` without the regex: in ASCII text a word is a run of
-    letters and digits and its bytes are its characters, so every other byte
-    becomes a space and ``split`` cuts the words, all in C (half the time of
-    ``findall``: a shard rebuild counts every document's words)."""
+    """``len(words(text))`` without the regex or the list: in ASCII text a word
+    is a run of letters and digits and its bytes are its characters, so a table
+    turns every letter and digit into ``a`` and every other byte into a space,
+    and the words are the runs of ``a``, counted where one starts, all in C
+    (half the time of a ``split``, a fifth of ``findall``'s: a rebuild and a
+    shard's purge count every document's words). A word over 40 bytes, which
+    the index drops, sends the text to the split."""
     if not text.isascii():
         return len(words(text))
-    found = text.encode().translate(_ASCII_SPACES).split()
-    if len(max(found, key=len, default=b"")) <= _OVER_40:  # the usual text: no word to drop
-        return len(found)
-    return len(found) - sum(map(_OVER_40.__lt__, map(len, found)))
+    marked = text.encode().translate(_ASCII_RUNS)
+    if _LONG_RUN in marked:
+        found = text.encode().translate(_ASCII_SPACES).split()
+        return len(found) - sum(map(_OVER_40.__lt__, map(len, found)))
+    return marked.count(b" a") + marked.startswith(b"a")
 
 
 def terms(text: str) -> list[str]:
