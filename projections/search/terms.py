@@ -50,8 +50,8 @@ def count_words(text: str) -> int:
     is a run of letters and digits and its bytes are its characters, so a table
     turns every letter and digit into ``a`` and every other byte into a space,
     and the words are the runs of ``a``, counted where one starts, all in C
-    (half the time of a ``split``, a fifth of ``findall``'s: a rebuild and a
-    shard's purge count every document's words). A word over 40 bytes, which
+    (half the time of cutting them with ``split``: a rebuild and a shard's
+    purge count every document's words). A word over 40 bytes, which
     the index drops, sends the text to the split."""
     if not text.isascii():
         return len(words(text))
