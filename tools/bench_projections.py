@@ -45,6 +45,10 @@ words, six kinds, 200 sessions) and measures, in one run:
     (a) also times raw LMDB writing the records the replay left (``raw_views_write_s``,
     tools/floors.py): ``replay_floor_ratio`` = anchor / (anchor + that write) is the
     ratio of a replay that spent nothing between reading the log and writing.
+    It also times the least CPython that builds the entries' and lessons'
+    records from the decoded log and writes them (``views_build_floor_s``,
+    tools/floors.py): ``replay_build_floor_ratio`` = anchor / (anchor + that)
+    is the ratio of a replay that did only that.
     (b) also times raw Tantivy's CPU (``raw_tantivy_cpu_s``, its threads included):
     a rebuild reads the log, writes the views' records and indexes, so it takes at
     least ``rebuild_floor_s``, those three parts' CPU over the cores (never less than
@@ -103,7 +107,7 @@ from projections import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_small_store import SEED, SMALL_ENTRIES, SMALL_TARGET_MS, Small, measure_small_child
 from benchkit import dir_bytes, load_corpus, log, percentile, profile_text, run_main
-from floors import rebuild_floor, views_write_floor
+from floors import rebuild_floor, views_build_floor, views_write_floor
 from projections_report import table
 from raw_tantivy import RawCorpus, build_raw_corpus, fts5_build, or_words, raw_tantivy_build
 from replay_rss import measure as measure_memory
@@ -170,6 +174,7 @@ class Pair:
     complete: bool = True
     detail: dict[str, int] = field(default_factory=dict)
     floor: list[float] = field(default_factory=list)  # (a): raw LMDB writing the views' records
+    build: list[float] = field(default_factory=list)  # (a): the least CPython building and writing them
     raw_cpu: list[float] = field(default_factory=list)  # (b): raw Tantivy's CPU seconds, all threads
 
     def rates(self) -> tuple[float, float]:
@@ -194,6 +199,8 @@ def measure_views(base: Path, elog: EventLog, head: int, entries: int, repeats: 
         shutil.rmtree(path)
         pair.ours.append(seconds)
         pair.floor.append(floor)
+        pair.build.append(views_build_floor(elog, head, base / f"views-build-{rep}",
+                                            map_size or 4 * dir_bytes(base / "log")))
         pair.detail = {"views_events_applied": counters.get("events", 0),
                        "views_entries": counters.get("entries", 0), "views_records": records}
         if pair.detail["views_events_applied"] != head or pair.detail["views_entries"] != entries:
@@ -359,6 +366,8 @@ def collect(views: Pair, rebuild: Pair, lat: Latencies, raw: RawCorpus, fts5_s: 
         "replay_views_ratio": round(v_ours / v_raw, 3), "replay_ratio": round(v_ours / v_raw, 3),
         "raw_views_write_s": round(min(views.floor), 3),
         "replay_floor_ratio": round(min(views.raw) / (min(views.raw) + min(views.floor)), 3),
+        "views_build_floor_s": round(min(views.build), 3),
+        "replay_build_floor_ratio": round(min(views.raw) / (min(views.raw) + min(views.build)), 3),
         **memory,
         "views_presized": not args.no_presize, "views_complete": views.complete, **views.detail,
         "rebuild_all_docs_per_s": round(r_ours), "raw_tantivy_docs_per_s": round(r_raw),

@@ -81,6 +81,9 @@ def _notes(r: dict[str, Any]) -> list[str]:
     notes.append(f"views replay floor: raw LMDB writes the {r['views_records']:,} records the replay left in "
                  f"{r['raw_views_write_s']:.3f} s; scan + decode plus that write would give "
                  f"{r['replay_floor_ratio']:.3f}x (tools/floors.py).")
+    notes.append(f"views build floor: the least CPython builds the entries' and lessons' records from "
+                 f"the decoded log and writes them in {r['views_build_floor_s']:.3f} s; scan + decode "
+                 f"plus that would give {r['replay_build_floor_ratio']:.3f}x (tools/floors.py).")
     notes.append(f"rebuild floor: raw Tantivy used {r['raw_tantivy_cpu_s']:.3f} CPU-s (its threads "
                  f"included); with the scan + decode and the views' write, over the cores, a rebuild "
                  f"takes at least {r['rebuild_floor_s']:.3f} s: {r['rebuild_floor_ratio']:.3f}x at most "
