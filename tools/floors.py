@@ -14,10 +14,11 @@ could cost, measured in the same run as their raw anchors.
   one tight pass per chunk of records (a tuple encoded in place of the stored
   version, a constant ranking value, a lesson's scope from its own fields;
   no statistics, counters, checks or other events), each database's chunk
-  sorted and written with one ``putmulti`` (appended when it can be), sync off, one ``env.sync`` at the
-  end. The records are read and decoded off its clock. ``anchor / (anchor +
-  floor)`` bounds ``replay_ratio`` more tightly than the write alone: the
-  floor leaves out work the replay must do, so the bound is generous.
+  sorted and written with one ``putmulti`` (appended when it can be), sync
+  off, one ``env.sync`` at the end. The records are read and decoded off its
+  clock. ``anchor / (anchor + floor)`` bounds ``replay_ratio`` more tightly
+  than the write alone: the floor leaves out work the replay must do, so the
+  bound is generous.
 - :func:`append_floor`: the per-event work an append must do beyond raw
   LMDB's puts, in one tight loop and nothing else: the payload's encoding and
   its validating decode (msgspec constructors skip constraint checks), the
