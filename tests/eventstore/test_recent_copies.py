@@ -2,7 +2,8 @@
 a seal and a read take them instead of revealing the concealed values; without
 them (another process appended) the values are revealed; an erasure drops its
 copy; at most ``2 * SEAL_AT`` are held. Also: a forked child draws its own
-tail for generated event ids and its own prefix for nonces."""
+tail for generated event ids, its own prefix for nonces and its own salts;
+salts are never handed out twice."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 import eventstore.lmdb.segments as segments_module
 from eventstore import EntriesDeleted, EntryRecorded, EventLog
+from eventstore.chain import SALT_SIZE, new_salts
 from eventstore.lmdb import recent
 from eventstore.lmdb.backend import _keep_copies
 from eventstore.lmdb.layout import seq_key
@@ -105,19 +107,30 @@ def _draws_in_a_child() -> bytes:
 def _draws() -> bytes:
     eid = _event_ids(None, 1)[0][0]
     nonce = recent.conceal(b"k" * 32, b"s")[: recent.NONCE_SIZE]
-    return eid[-12:].encode() + b"|" + nonce[:8].hex().encode()
+    return eid[-12:].encode() + b"|" + nonce[:8].hex().encode() + b"|" + new_salts(1).hex().encode()
 
 
-def test_a_forked_child_draws_its_own_id_tail_and_nonce_prefix() -> None:
-    parent = _draws()
+def test_a_forked_child_draws_its_own_id_tail_nonce_prefix_and_salts() -> None:
+    new_salts(1)  # the parent holds a block of salts drawn ahead
     child = _draws_in_a_child()
-    parent_tail, parent_prefix = parent.split(b"|")
-    child_tail, child_prefix = child.split(b"|")
+    parent = _draws()
+    parent_tail, parent_prefix, parent_salt = parent.split(b"|")
+    child_tail, child_prefix, child_salt = child.split(b"|")
+    assert child_salt != parent_salt  # the child dropped the parent's block
     assert child_prefix != parent_prefix
     # Tails are base + call number: the child's base is fresh, so its next
     # tail is not the parent's next one.
     assert child_tail != parent_tail
     assert int(child_tail, 16) != int(parent_tail, 16) + 1
+
+
+def test_salts_are_never_handed_out_twice() -> None:
+    """Small draws come from a block drawn ahead, large ones straight from the OS."""
+    draws = [new_salts(n) for _ in range(300) for n in (1, 3, 8)] + [new_salts(40), new_salts(1000)]
+    assert [len(d) for d in draws[:3]] == [SALT_SIZE, 3 * SALT_SIZE, 8 * SALT_SIZE]
+    assert len(draws[-1]) == 1000 * SALT_SIZE
+    salts = [d[i : i + SALT_SIZE] for d in draws for i in range(0, len(d), SALT_SIZE)]
+    assert len(set(salts)) == len(salts)
 
 
 def test_generated_ids_of_one_process_never_repeat() -> None:
