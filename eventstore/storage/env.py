@@ -86,7 +86,8 @@ class SharedEnv:
         # (closing an environment under another thread's transaction leaves that
         # thread's robust-mutex list pointing into the unmapped lock file, and the
         # thread's next LMDB lock crashes the process).
-        self._users = threading.Condition()
+        self._users_lock = threading.RLock()  # entered directly on the hot path (a C call)
+        self._users = threading.Condition(self._users_lock)
         self._active = 0
         self._reopen_waiting = 0  # threads waiting in _enter for the others to leave
         self._depth = threading.local()
@@ -220,7 +221,7 @@ class SharedEnv:
 
     def _end(self, depth: int) -> None:
         self._depth.n = depth
-        with self._users:
+        with self._users_lock:
             self._active -= 1
             if self._reopen_waiting:
                 self._users.notify_all()
@@ -229,7 +230,7 @@ class SharedEnv:
     def _enter(self, depth: int) -> None:
         """Count this thread in, first adopting a new generation when no other
         thread is inside an operation (``depth``: this thread's own, outer ones)."""
-        with self._users:
+        with self._users_lock:
             while True:
                 generation = self._current_generation()
                 if generation == RETIRED:

@@ -244,7 +244,8 @@ class MaintenanceLock:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._fd = open_private(path, os.O_RDWR | os.O_CREAT)
-        self._cond = threading.Condition()
+        self._cond_lock = threading.RLock()  # entered directly on the hot path (a C call)
+        self._cond = threading.Condition(self._cond_lock)
         self._shared = 0
         self._owner: int | None = None  # thread holding it exclusive
         self._exclusive_waiting = 0  # threads waiting for every shared holder to leave
@@ -269,7 +270,7 @@ class MaintenanceLock:
         """Take the lock shared (:meth:`shared` without a generator, for the
         operations' hot path); pair with :meth:`release_shared`."""
         me = threading.get_ident()
-        with self._cond:
+        with self._cond_lock:
             while self._owner is not None and self._owner != me:
                 self._cond.wait()
             if self._shared == 0 and self._owner is None:
@@ -278,7 +279,7 @@ class MaintenanceLock:
 
     def release_shared(self) -> None:
         """Drop one shared hold taken by :meth:`hold_shared`."""
-        with self._cond:
+        with self._cond_lock:
             self._shared -= 1
             if self._shared == 0 and self._owner is None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
