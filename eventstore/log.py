@@ -221,14 +221,14 @@ class EventLog:
         if req.erases and len(events) != 1:
             raise InvalidEventError("an erasing append carries exactly one tombstone event")
         payloads = validate_payloads(events, self.settings.max_payload_bytes)
-        types = tuple(e.__struct_config__.tag for e in events)
+        types = tuple([e.__struct_config__.tag for e in events])
         ids, client = _event_ids(req.event_ids, len(events))
         for optional in (req.causation_id, req.correlation_id):
             if optional is not None:
                 _check_id(optional, "causation/correlation id")
         return PreparedAppend(
             stream=req.stream, types=types,  # type: ignore[arg-type]
-            schema_versions=tuple(SCHEMA_VERSIONS[t] for t in types),  # type: ignore[index]
+            schema_versions=tuple([SCHEMA_VERSIONS[t] for t in types]),  # type: ignore[index]
             payloads=payloads, event_ids=ids, client_ids=client, actor=req.actor,
             expected_version=req.expected_version, causation_id=req.causation_id,
             correlation_id=req.correlation_id, erases=tuple(req.erases),
@@ -288,11 +288,10 @@ def _event_ids(given: Sequence[str] | None, count: int) -> tuple[tuple[str, ...]
     if given is None:
         # Time-ordered ids (time | index in the call | tail, 32 hex) keep the id
         # index's inserts near its end instead of scattered over the B-tree.
-        prefix = f"{time.time_ns() // 1000:014x}"
-        tail = f"{(_tail_base + next(_calls)) & _TAIL_MASK:012x}"
+        now, tail = time.time_ns() // 1000, (_tail_base + next(_calls)) & _TAIL_MASK
         if count == 1:
-            return (f"{prefix}000000{tail}",), False
-        return tuple(f"{prefix}{i:06x}{tail}" for i in range(count)), False
+            return (f"{now:014x}000000{tail:012x}",), False
+        return tuple([f"{now:014x}{i:06x}{tail:012x}" for i in range(count)]), False
     ids = tuple(given)
     if len(ids) != count:
         raise InvalidEventError(f"{len(ids)} event ids given for {count} events")

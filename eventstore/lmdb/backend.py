@@ -138,20 +138,22 @@ class LmdbBackend:
         end (seal when due, segments, head); the result and the writer that committed."""
         self._appended_recent |= small
         done: list[TxnWriter] = []
+        shared = self.shared  # its dbs and segments are read in the transaction (after a reopen)
 
         def run(txn: Any) -> T:
-            writer = TxnWriter(txn, self.shared.dbs, self._clock, self.shared.segments, small)
+            segments = shared.segments
+            writer = TxnWriter(txn, shared.dbs, self._clock, segments, small)
             result = apply(writer)
             writer.seal_if_due()
             # Payloads are durable before the headers that name them commit.
-            overwritten = self.shared.segments.write(writer.payloads, base=writer.base)
+            overwritten = segments.write(writer.payloads, base=writer.base) if writer.payloads else set()
             if writer.sealing:
                 crashpoint("append: sealed payloads in the segments, not yet out of recent")
             writer.finish(overwritten)
             done[:] = [writer]  # a map-full retry runs again: the last writer is the one committed
             return result
 
-        return self.shared.write(run), done[0]
+        return shared.write(run), done[0]
 
     def _committed(self, writer: TxnWriter) -> None:
         """After an append's commit: this process's copies of its recent
@@ -289,4 +291,6 @@ def _keep_copies(own: dict[bytes, bytes], writer: TxnWriter) -> None:
 
 def _small(batch: Sequence[PreparedAppend]) -> bool:
     """Whether an append keeps its payloads in ``recent`` (:data:`.recent.RECENT_MAX`)."""
-    return sum(len(req.payloads) for req in batch) <= RECENT_MAX
+    if len(batch) == 1:
+        return len(batch[0].payloads) <= RECENT_MAX
+    return sum([len(req.payloads) for req in batch]) <= RECENT_MAX

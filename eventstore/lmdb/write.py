@@ -41,11 +41,12 @@ from .segments import Segments
 __all__ = ["TxnWriter"]
 
 
-def _put_all(txn: Any, db: Any, items: list[tuple[bytes, bytes]], clash: str, *,
+def _put_all(txn: Any, db: Any, items: list[tuple[bytes, bytes]], clash: str, *args: object,
              append: bool = False, duplicate: bool = False) -> None:
     """Put new keys with the result checked (py-lmdb reports clashes, not
     raises): a key that exists already is never overwritten. One item is one
-    ``put`` (a single append's case), more are one cursor's ``putmulti``."""
+    ``put`` (a single append's case), more are one cursor's ``putmulti``. The
+    error's message is ``clash`` formatted with ``args``, only when it is raised."""
     if len(items) == 1:
         key, value = items[0]
         done = txn.put(key, value, db=db, append=append, overwrite=False)
@@ -54,8 +55,8 @@ def _put_all(txn: Any, db: Any, items: list[tuple[bytes, bytes]], clash: str, *,
         done = consumed == added == len(items)
     if not done:
         if duplicate:
-            raise DuplicateEventError(clash)
-        raise CorruptionError(clash)
+            raise DuplicateEventError(clash.format(*args))
+        raise CorruptionError(clash.format(*args))
 
 
 class TxnWriter:
@@ -97,19 +98,20 @@ class TxnWriter:
         self._erase(req.erases)
         first = self.head.seq + 1
         headers, payloads, ids, index = self._records(req, first, version)
-        _put_all(self.txn, self.dbs[HEADERS], headers, f"seq {first} already exists in the log", append=True)
+        txn, dbs = self.txn, self.dbs
+        _put_all(txn, dbs[HEADERS], headers, "seq {} already exists in the log", first, append=True)
         if self.recent:
             self._put_recent(payloads)
         else:
             self.payloads.extend(payloads)
-        _put_all(self.txn, self.dbs[EVENT_IDS], sorted(ids),
+        _put_all(txn, dbs[EVENT_IDS], sorted(ids) if len(ids) > 1 else ids,
                  "an event id of this append is already in the log", duplicate=True)
         # A clash means ``streams`` fell behind the index: taking over the entry would
         # hide the event it points at from read_stream.
-        _put_all(self.txn, self.dbs[STREAM_INDEX], index,
-                 f"the stream index of {req.stream} already holds versions after {version}")
+        _put_all(txn, dbs[STREAM_INDEX], index,
+                 "the stream index of {} already holds versions after {}", req.stream, version)
         version += len(req.payloads)
-        self.txn.put(req.stream.encode(), seq_key(version), db=self.dbs[STREAMS])
+        txn.put(req.stream.encode(), seq_key(version), db=dbs[STREAMS])
         return AppendResult(
             stream=req.stream, first_seq=first, last_seq=self.head.seq, version=version,
             event_ids=req.event_ids, recorded_at=self.now,
@@ -198,7 +200,7 @@ class TxnWriter:
             write_int_set(self.txn, meta, ERASING, erasing)
             # A seq may be erased again (a later tombstone naming it too).
             self.txn.cursor(db=self.dbs[ERASED]).putmulti([(seq_key(s), b"") for s in sorted(self.erased)])
-        dirty = overwritten | {self.segments.index_of(s) for s in self.erased}
+        dirty = overwritten | {self.segments.index_of(s) for s in self.erased} if self.erased else overwritten
         if dirty:
             write_int_set(self.txn, meta, DIRTY, read_int_set(self.txn, meta, DIRTY) | dirty)
 
