@@ -39,8 +39,9 @@ _block_lock = threading.Lock()
 
 
 def _drop_block() -> None:
-    global _block, _taken
+    global _block, _taken, _block_lock
     _block, _taken = b"", 0
+    _block_lock = threading.Lock()  # a thread of the parent may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_drop_block)
