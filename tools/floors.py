@@ -10,9 +10,10 @@ could cost, measured in the same run as their raw anchors.
 - :func:`views_build_floor`: the least CPython a replay spends between the
   log's decoded records and LMDB: each entry's five records (``by_seq``,
   ``entries``, ``by_hash`` with its lookup, ``by_time``, ``by_session``) and a
-  lesson's four (formation ``L`` and ``E``, upkeep ``A`` and ``a``) built in
-  one tight pass per chunk of records (a tuple encoded in place of the stored
-  version, a constant ranking value, a lesson's scope from its own fields;
+  lesson's four (formation ``L`` and ``E``, upkeep ``A`` and ``a``, made by
+  the views' own ``lesson_items``) built in one tight pass per chunk of
+  records (a tuple encoded in place of the stored version, a constant ranking
+  value, a lesson's scope from its own fields;
   no statistics, counters, checks or other events), each database's chunk
   sorted and written with one ``putmulti`` (appended when it can be), sync
   off, one ``env.sync`` at the end. The records are read and decoded off its
@@ -53,7 +54,10 @@ import msgspec
 
 from commands.app.scan import usable_cpus
 from eventstore import EntryRecorded, Event, EventLog
-from projections.views.formation import lesson_word_count
+from projections.views.formation import lesson_items as formation_items
+from projections.views.keys import u64 as _U64
+from projections.views.scopes import scope_key
+from projections.views.upkeep import lesson_items as upkeep_items
 
 __all__ = ["append_floor", "rebuild_floor", "views_build_floor", "views_write_floor"]
 
@@ -110,7 +114,6 @@ def views_write_floor(views: Path, scratch: Path) -> tuple[float, int]:
     return seconds, records
 
 
-_U64 = struct.Struct(">Q").pack
 _RANK = struct.Struct(">Bdq").pack
 _DBS = (b"by_seq", b"entries", b"by_hash", b"by_time", b"by_session", b"formation", b"upkeep")
 BUILD_CHUNK = 16_384  # records decoded off the clock, then built and written (a run's size)
@@ -167,12 +170,10 @@ def _records(chunk: Sequence[Any], get: Any) -> list[list[tuple[bytes, bytes]]]:
         hashes.append((hkey, b""))
         when.append((time_key, sid))
         session.append((sid + b"\0" + time_key, e.kind.encode()))
-        if e.kind == "lesson":
-            scope = (e.user_id or "").encode() + b"\0" + (e.agent_id or "").encode()
-            formation += [(b"L" + scope + b"\0" + eid, u64(lesson_word_count(e.content)) + key),
-                          (b"E" + eid, scope)]
-            a_key = b"A" + scope + b"\0" + time_key
-            upkeep += [(a_key, b""), (b"a" + eid, a_key)]
+        if e.kind == "lesson":  # the views' own record makers (one lesson in about eight entries)
+            scope = scope_key(e.user_id, e.agent_id)
+            formation += formation_items(scope, eid, e.content, seq)
+            upkeep += upkeep_items(scope, eid, at)
     return [by_seq, entries, hashes, when, session, formation, upkeep]
 
 

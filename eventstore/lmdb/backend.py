@@ -146,7 +146,7 @@ class LmdbBackend:
             result = apply(writer)
             writer.seal_if_due()
             # Payloads are durable before the headers that name them commit.
-            overwritten = segments.write(writer.payloads, base=writer.base) if writer.payloads else set()
+            overwritten = segments.write(writer.payloads, base=writer.base)
             if writer.sealing:
                 crashpoint("append: sealed payloads in the segments, not yet out of recent")
             writer.finish(overwritten)
@@ -291,6 +291,4 @@ def _keep_copies(own: dict[bytes, bytes], writer: TxnWriter) -> None:
 
 def _small(batch: Sequence[PreparedAppend]) -> bool:
     """Whether an append keeps its payloads in ``recent`` (:data:`.recent.RECENT_MAX`)."""
-    if len(batch) == 1:
-        return len(batch[0].payloads) <= RECENT_MAX
     return sum([len(req.payloads) for req in batch]) <= RECENT_MAX
