@@ -33,7 +33,15 @@ could cost, measured in the same run as their raw anchors.
   that CPU takes at least its sum over the cores, and never less than raw
   Tantivy's own wall time. Making the documents and the vectors is left out,
   so the bound it sets on ``rebuild_ratio`` (raw Tantivy's time / the floor) is
-  generous.
+  generous. Its tighter form counts the views' build floor
+  (:func:`views_build_floor`) in place of their write, and the making of
+  every document as memlog's search projection makes it (``entry_document``,
+  the JSON it gives ``add_json``), timed call by call while the raw corpus is
+  built, and the default embedder's CPU over every entry's text
+  (:func:`embed_floor`, as the vector worker embeds them); it still leaves out
+  the views' other work, the vectors' store and the swap.
+- :func:`embed_floor`: the default embedder over every entry's searchable
+  text, 256 at a time, as a replay's vector worker embeds them.
 """
 
 from __future__ import annotations
@@ -54,12 +62,13 @@ import msgspec
 
 from commands.app.scan import usable_cpus
 from eventstore import EntryRecorded, Event, EventLog
+from projections import default_embedder
 from projections.views.formation import lesson_items as formation_items
 from projections.views.keys import u64 as _U64
 from projections.views.scopes import scope_key
 from projections.views.upkeep import lesson_items as upkeep_items
 
-__all__ = ["append_floor", "rebuild_floor", "views_build_floor", "views_write_floor"]
+__all__ = ["append_floor", "embed_floor", "rebuild_floor", "views_build_floor", "views_write_floor"]
 
 CHUNK = 100_000  # records read (off the clock) and written per putmulti
 
@@ -200,9 +209,23 @@ def append_floor(events: Sequence[Event], stream: str = "bench") -> float:
     return time.perf_counter() - started
 
 
-def rebuild_floor(raw_s: float, raw_cpu_s: float, scan_s: float, views_write_s: float,
-                  cores: int | None = None) -> float:
+def embed_floor(texts: Sequence[str], step: int = 256) -> float:
+    """Seconds the default embedder takes over ``texts`` (every entry's
+    searchable text), ``step`` at a time as a replay's vector worker embeds
+    them, each block's rows cast to the stored float16; 0 without numpy."""
+    embedder = default_embedder()
+    if embedder is None:
+        return 0.0
+    started = time.perf_counter()
+    for start in range(0, len(texts), step):
+        embedder.embed(texts[start : start + step]).astype("<f2")
+    return time.perf_counter() - started
+
+
+def rebuild_floor(raw_s: float, raw_cpu_s: float, scan_s: float, views_s: float,
+                  docs_s: float = 0.0, cores: int | None = None) -> float:
     """Seconds a full rebuild takes at least (see the module doc): raw Tantivy's
-    CPU, the log's scan + decode and the views' write over the cores, and never
-    less than raw Tantivy's wall time ``raw_s``."""
-    return max(raw_s, (raw_cpu_s + scan_s + views_write_s) / (cores or usable_cpus()))
+    CPU, the log's scan + decode, the views' part ``views_s`` (their write, or
+    their build floor) and the making of the documents ``docs_s`` over the
+    cores, and never less than raw Tantivy's wall time ``raw_s``."""
+    return max(raw_s, (raw_cpu_s + scan_s + views_s + docs_s) / (cores or usable_cpus()))

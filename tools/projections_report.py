@@ -88,6 +88,10 @@ def _notes(r: dict[str, Any]) -> list[str]:
                  f"included); with the scan + decode and the views' write, over the cores, a rebuild "
                  f"takes at least {r['rebuild_floor_s']:.3f} s: {r['rebuild_floor_ratio']:.3f}x at most "
                  f"(tools/floors.py).")
+    notes.append(f"rebuild build floor: with the views' build floor in place of their write and the "
+                 f"documents made as memlog makes them ({r['doc_make_s']:.3f} s) and embedded "
+                 f"({r['embed_floor_s']:.3f} s), a rebuild takes at "
+                 f"least {r['rebuild_build_floor_s']:.3f} s: {r['rebuild_build_floor_ratio']:.3f}x at most.")
     if r["views_presized"]:
         notes.append("views replay ran with the LMDB map pre-sized (see the module doc).")
     if not r["views_complete"]:
