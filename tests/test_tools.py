@@ -22,7 +22,7 @@ CASES = [
       "rebuild_ratio", "search_p50_ms", "search_p99_ms", "raw_tantivy_p50_ms", "fts5_p50_ms", "events",
       "small_store_search_p50_ms", "replay_ratio", "replay_peak_rss_mb", "raw_views_write_s",
       "replay_floor_ratio", "rebuild_floor_ratio", "raw_tantivy_cpu_s", "views_build_floor_s",
-      "replay_build_floor_ratio"]),
+      "replay_build_floor_ratio", "doc_make_s", "embed_floor_s", "rebuild_build_floor_ratio"]),
     ("bench_api.py", ["--events", "1000", "--repeats", "1"],
      ["api_single_eps", "log_single_eps", "api_batch_eps", "log_batch_eps", "facade_search_p50_ms",
       "projection_search_p50_ms"]),
@@ -32,6 +32,8 @@ CASES = [
      ["asof_entry_p50_ms", "asof_entry_p99_ms", "asof_search_p50_ms", "search_p50_ms", "events"]),
     ("bench_maintain.py", ["--sessions", "40", "--entries", "400"],
      ["maintain_idle_s", "maintain_due_s", "raw_lmdb_sessions_s", "due_items", "due_after", "idle_due"]),
+    ("append_guards.py", ["--singles", "100", "--repeats", "1"],
+     ["append_single_ratio", "append_single_unguarded_ratio", "steps"]),
     ("soak_crash.py", ["--trials", "2"],
      ["trials", "acknowledged_lost", "leaks_after_recovery", "broken_commands_after_recovery",
       "false_verified_records"]),
@@ -173,3 +175,24 @@ def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:
             "append_resource_ms", "append_plain_ms"}
     assert keys <= set(out), keys - set(out)
     assert out["flush_s"] > 0 and out["append_overhead_ratio"] > 0
+
+
+def test_append_guards_puts_every_guard_back() -> None:
+    """tools/append_guards.py takes guards out only within its block, and an
+    error inside it puts them back as well."""
+    sys.path.insert(0, str(TOOLS))
+    import append_guards
+
+    from eventstore import codec
+    from eventstore.lmdb import segments, write
+    from eventstore.storage import env, files
+
+    def guards() -> tuple[object, ...]:
+        return (files.MaintenanceLock.hold_shared, files.MaintenanceLock.release_shared,
+                env.SharedEnv._current_generation, write.conceal, segments.reveal, codec._event_decoder)
+
+    before = guards()
+    with pytest.raises(RuntimeError), append_guards.without(3):
+        assert all(a is not b for a, b in zip(guards(), before, strict=True))
+        raise RuntimeError("inside")
+    assert guards() == before
