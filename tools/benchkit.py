@@ -1,10 +1,13 @@
 """Plumbing shared by the benchmarks in tools/: progress, percentiles, profiles,
-verdicts, aligned tables and the scratch directory around a run."""
+verdicts, aligned tables, the scratch directory around a run, and a block run
+with the garbage collector off."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import gc
 import io
 import json
 import math
@@ -12,13 +15,14 @@ import pstats
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 __all__ = [
     "align",
+    "collector_off",
     "dir_bytes",
     "load_corpus",
     "log",
@@ -29,6 +33,20 @@ __all__ = [
 ]
 
 PROFILE_LINES = 22
+
+
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """The garbage collector off for the block (as it was after): a floor timed
+    beside a large corpus held in memory is then not charged with collections
+    that walk that corpus."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def log(message: str) -> None:

@@ -46,7 +46,6 @@ could cost, measured in the same run as their raw anchors.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import os
 import shutil
@@ -60,6 +59,7 @@ from typing import Any
 
 import lmdb
 import msgspec
+from benchkit import collector_off
 
 from commands.app.scan import usable_cpus
 from eventstore import EntryRecorded, Event, EventLog
@@ -217,22 +217,17 @@ def embed_floor(texts: Sequence[str], step: int = 256) -> float:
     embedder = default_embedder()
     if embedder is None:
         return 0.0
-    collecting = gc.isenabled()
-    gc.disable()  # the caller holds a corpus; its collections are not the embedder's work
-    try:
+    with collector_off():  # the caller holds a corpus: its collections are not the embedder's work
         started = time.perf_counter()
         for start in range(0, len(texts), step):
             embedder.embed(texts[start : start + step]).astype("<f2")
         return time.perf_counter() - started
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def rebuild_floor(raw_s: float, raw_cpu_s: float, scan_s: float, views_s: float,
-                  docs_s: float = 0.0, cores: int | None = None) -> float:
+                  make_s: float = 0.0, cores: int | None = None) -> float:
     """Seconds a full rebuild takes at least (see the module doc): raw Tantivy's
     CPU, the log's scan + decode, the views' part ``views_s`` (their write, or
-    their build floor) and the making of the documents ``docs_s`` over the
-    cores, and never less than raw Tantivy's wall time ``raw_s``."""
-    return max(raw_s, (raw_cpu_s + scan_s + views_s + docs_s) / (cores or usable_cpus()))
+    their build floor) and the making of the documents and their vectors
+    ``make_s`` over the cores, and never less than raw Tantivy's wall time ``raw_s``."""
+    return max(raw_s, (raw_cpu_s + scan_s + views_s + make_s) / (cores or usable_cpus()))

@@ -3,16 +3,16 @@ the documents memlog's search index holds, built off the clock."""
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tantivy
+from benchkit import collector_off
 
 from eventstore import EntryRecorded, EventLog
 from projections import build_schema, entry_document, searchable_text
@@ -38,31 +38,21 @@ def build_raw_corpus(elog: EventLog) -> RawCorpus:
     out = RawCorpus()
     clock = time.perf_counter
     started = clock()
-    # Off the clock, with the collector off: the documents held here (a million at
-    # 1M) would make every collection that an ``entry_document`` call sets off
-    # walk them all, and charge that to ``make_s``.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        _read_corpus(elog, out, clock)
-    finally:
-        if collecting:
-            gc.enable()
+    # With the collector off: the documents held here (a million at 1M) would make
+    # every collection an ``entry_document`` call sets off walk them, charged to ``make_s``.
+    with collector_off():
+        for rec in elog.read():
+            event = rec.event
+            if isinstance(event, EntryRecorded):
+                text = searchable_text(event)
+                # Raw Tantivy gets ready-made documents: building them is off the clock.
+                made = clock()
+                doc = entry_document(event, rec.seq, rec.seq)
+                out.make_s += clock() - made
+                out.docs.append(tantivy.Document.from_dict(json.loads(doc), SCHEMA))
+                out.rows.append((rec.seq, text))
     out.build_s = clock() - started
     return out
-
-
-def _read_corpus(elog: EventLog, out: RawCorpus, clock: Callable[[], float]) -> None:
-    for rec in elog.read():
-        event = rec.event
-        if isinstance(event, EntryRecorded):
-            text = searchable_text(event)
-            # Raw Tantivy gets ready-made documents: building them is off the clock.
-            made = clock()
-            doc = entry_document(event, rec.seq, rec.seq)
-            out.make_s += clock() - made
-            out.docs.append(tantivy.Document.from_dict(json.loads(doc), SCHEMA))
-            out.rows.append((rec.seq, text))
 
 
 def raw_tantivy_build(path: Path, schema: Any, docs: Sequence[Any]) -> tuple[float, float]:
