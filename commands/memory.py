@@ -346,8 +346,17 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
                user_id: str | None = None, kinds: Iterable[str] | None = None,
                tags: Iterable[str] | None = None, before: Any = None, after: Any = None,
                reason: str, requested_by: str, include_derived: bool = True,
-               defer: bool = False, resummarise: bool | None = None) -> DeletionReport:
-        """Delete by ids, by session, by user, or by criteria; then purge (unless deferred).
+               defer: bool = False, resummarise: bool | None = None,
+               dry_run: bool = False) -> DeletionReport:
+        """Delete what every criterion given selects together; then purge (unless deferred).
+
+        Ids alone, or a scope (a session, a user, both, or else the whole
+        store) that kinds, tags, before and after each narrow; a scope without
+        filters goes whole (a session with its manifest, a user with every
+        session and memory). A combination that cannot mean one selection (ids
+        with other criteria) is refused with ``E_SCHEMA_INVALID``, writing
+        nothing. ``dry_run=True`` writes nothing and reports the ids that would
+        go (``dry_run`` set, ``request_id`` empty).
 
         Entries derived from a deleted one (``derived_from``) go too, unless
         ``include_derived=False``; a summary that went with a source is written
@@ -357,7 +366,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         return summaries_erasure.delete(
             self.store, self.summariser, resummarise=resummarise, ids=ids, session_id=session_id,
             user_id=user_id, kinds=kinds, tags=tags, before=before, after=after, reason=reason,
-            requested_by=requested_by, include_derived=include_derived, defer=defer)
+            requested_by=requested_by, include_derived=include_derived, defer=defer, dry_run=dry_run)
 
     def forget(self, user_id: str, key: str, requested_by: str | None = None) -> DeletionReport:
         """Forget a user memory by key, through the deletion pipeline (every saved version)."""

@@ -9,14 +9,24 @@ from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryN
 from eventstore.timeutil import MAX_MICROS
 from projections import DeletionRecord
 
-from .privacy import expired, run_deletion, run_redaction, run_retention
+from .privacy import counts_by_kind, expired, run_deletion, run_redaction, run_retention
 from .purging import purge_deferred
 from .redaction import PATTERNS, Redactor
 from .results import DeletionReport
+from .selection import check_honourable, select
 from .store import Store
-from .validate import check_choice, check_content, check_id, check_ids, check_key, check_labels, to_time
+from .validate import (
+    check_choice,
+    check_content,
+    check_flag,
+    check_id,
+    check_ids,
+    check_key,
+    check_labels,
+    to_time,
+)
 
-__all__ = ["delete", "deletions", "forget", "purge", "redact", "retention"]
+__all__ = ["criteria_of", "delete", "deletions", "forget", "preview", "purge", "redact", "retention"]
 
 _MAX_DAYS = MAX_MICROS // 86_400_000_000  # 1970 to the end of 9999, as retention.applied takes it
 
@@ -25,24 +35,50 @@ def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | 
            user_id: str | None = None, kinds: Iterable[str] | None = None,
            tags: Iterable[str] | None = None, before: Any = None, after: Any = None,
            reason: str, requested_by: str, include_derived: bool = True,
-           defer: bool = False) -> DeletionReport:
-    """Delete by ids, by session, by user, or by criteria; then purge (unless deferred).
+           defer: bool = False, dry_run: bool = False) -> DeletionReport:
+    """Delete what every criterion given selects together, then purge (unless deferred).
 
-    Entries derived from a deleted one (``derived_from``) go too, unless
-    ``include_derived=False``.
+    Ids alone, or a scope (a session, a user, both, or the whole store)
+    narrowed by kinds, tags, before and after: see
+    :func:`commands.app.selection.select`. Entries derived from a deleted one
+    (``derived_from``) go too, unless ``include_derived=False``. With
+    ``dry_run`` nothing is written: the report lists the ids that would go
+    (``request_id`` empty, ``seq`` the log head it read).
     """
+    criteria = criteria_of(ids=ids, session_id=session_id, user_id=user_id, kinds=kinds, tags=tags,
+                           before=before, after=after, include_derived=include_derived)
+    why, who = _reason(store, reason), check_id(requested_by, "requested_by")
+    if check_flag(dry_run, "dry_run"):
+        return preview(store, criteria)
+    return run_deletion(store, criteria, why, who, check_flag(defer, "defer"))
+
+
+def criteria_of(*, ids: Iterable[str] | None = None, session_id: str | None = None,
+                user_id: str | None = None, kinds: Iterable[str] | None = None,
+                tags: Iterable[str] | None = None, before: Any = None, after: Any = None,
+                include_derived: bool = True) -> DeletionCriteria:
+    """A deletion request's criteria, checked (nothing named, or ids with other
+    criteria, is refused: :func:`commands.app.selection.check_honourable`)."""
     criteria = DeletionCriteria(
         ids=check_ids(ids, "ids"),
         session_id=None if session_id is None else check_id(session_id, "session id"),
         user_id=None if user_id is None else check_id(user_id, "user id"),
         kinds=tuple(check_choice(k, "type", ENTRY_KINDS) for k in (kinds or ())),  # type: ignore[misc]
         tags=check_labels(tags, "tags"), before=to_time(before, "before"),
-        after=to_time(after, "after"), include_derived=bool(include_derived),
+        after=to_time(after, "after"), include_derived=check_flag(include_derived, "include_derived"),
     )
-    if criteria == DeletionCriteria(include_derived=criteria.include_derived):
-        raise InvalidInputError("say what to delete: ids, a session, a user or criteria")
-    return run_deletion(store, criteria, _reason(store, reason), check_id(requested_by, "requested_by"),
-                        defer)
+    check_honourable(criteria)
+    return criteria
+
+
+def preview(store: Store, criteria: DeletionCriteria) -> DeletionReport:
+    """What a deletion with these criteria would take now; writes nothing."""
+    with store.read() as views:
+        sel = select(views, criteria)
+    head = store.log.head().seq
+    refs = tuple(sel.refs.values())
+    return DeletionReport(request_id="", deleted=len(refs), ids=tuple(sel.refs), purged=False, seq=head,
+                          counts_by_kind=counts_by_kind(refs), dry_run=True)
 
 def forget(store: Store, user_id: str, key: str, requested_by: str | None = None) -> DeletionReport:
     """Forget a user memory by key, through the deletion pipeline (every saved version)."""

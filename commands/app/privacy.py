@@ -58,7 +58,8 @@ from .selection import Selection, select
 from .store import Store
 from .writer import SYSTEM_STREAM
 
-__all__ = ["MIN_SPAN", "expired", "run_deletion", "run_deletions", "run_redaction", "run_retention"]
+__all__ = ["MIN_SPAN", "counts_by_kind", "expired", "run_deletion", "run_deletions", "run_redaction",
+           "run_retention"]
 
 _RETRY_SECONDS = 10.0  # how long a decision is made again while other system writes come between
 _T = TypeVar("_T")
@@ -111,7 +112,7 @@ def _tombstone(store: Store, version: int, criteria: DeletionCriteria, reason: s
     request_id = new_id("del")
     seqs = tuple(sorted(sel.seqs))
     ids = tuple(sel.refs)
-    counts = _counts(sel.refs.values())
+    counts = counts_by_kind(sel.refs.values())
     tombstone = EntriesDeleted(request_id=request_id, entry_ids=ids, erased_seqs=seqs,
                                counts_by_kind=counts, refs=tuple(sel.refs.values()))
     asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason,
@@ -157,7 +158,7 @@ class _Batch:
         self.seqs.update(mine)
         self.needles |= sel.needles
         tombstone = EntriesDeleted(request_id=request_id, entry_ids=tuple(refs), erased_seqs=mine,
-                                   counts_by_kind=_counts(refs.values()), refs=tuple(refs.values()))
+                                   counts_by_kind=counts_by_kind(refs.values()), refs=tuple(refs.values()))
         asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
         self.asked += [AppendRequest(SYSTEM_STREAM, [asked], by),
                        AppendRequest(SYSTEM_STREAM, [tombstone], by, erases=mine)]
@@ -202,11 +203,11 @@ def _tombstones(store: Store, version: int, requests: Sequence[tuple[DeletionCri
               erased=len(batch.seqs))
     report = DeletionReport(request_id=first, deleted=len(batch.refs), ids=tuple(batch.refs), purged=False,
                             seq=results[-1].last_seq, erased_seqs=intent.erased_seqs,
-                            counts_by_kind=_counts(batch.refs.values()), pending=True)
+                            counts_by_kind=counts_by_kind(batch.refs.values()), pending=True)
     return report, held, batch
 
 
-def _counts(refs: Iterable[DeletedRef]) -> dict[str, int]:
+def counts_by_kind(refs: Iterable[DeletedRef]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for ref in refs:
         counts[ref.kind] = counts.get(ref.kind, 0) + 1

@@ -71,6 +71,7 @@ class DeletionReport(msgspec.Struct, frozen=True):
     checks: tuple[str, ...] = ()  # what the verification checked
     findings: tuple[str, ...] = ()  # where it found deleted content (file: hits), if anywhere
     action: str | None = None  # what was done about findings
+    dry_run: bool = False  # a preview: nothing was written (request_id empty, seq the head it read)
 
 
 class SearchResult(msgspec.Struct, frozen=True):

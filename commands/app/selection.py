@@ -3,10 +3,14 @@ erase and the texts to scan for after the purge (held in memory only)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
+
 from eventstore import (
     DeletedRef,
     DeletionCriteria,
     EntryNotFoundError,
+    InvalidInputError,
     MessageDetails,
     SessionNotFoundError,
     entry_texts,
@@ -15,7 +19,7 @@ from projections import EntryView, StoredEntry, ViewReader
 
 from .companions import companions
 
-__all__ = ["MIN_NEEDLE", "Selection", "select"]
+__all__ = ["MIN_NEEDLE", "Selection", "check_honourable", "has_filters", "select"]
 
 
 MIN_NEEDLE = 32
@@ -47,23 +51,84 @@ class Selection:
 
 
 def select(views: ViewReader, criteria: DeletionCriteria, missing_ok: bool = False) -> Selection:
-    """Resolve a request against the current views. ``missing_ok``: an id or
-    session already gone selects nothing instead of failing (memlog's own
-    requests, whose targets another deletion may have taken meanwhile)."""
+    """Resolve a request against the current views: every criterion narrows.
+
+    The scope is the ids, or a session (of the user, when one is also given),
+    or a user, or else the whole store; the filters (kinds, tags, before,
+    after) then keep only the scope's entries that match all of them. A scope
+    without filters goes whole: a session with its manifest, checkpoints and
+    resource items, a user with every session and memory. ``missing_ok``: an
+    id or session already gone selects nothing instead of failing (memlog's
+    own requests, whose targets another deletion may have taken meanwhile).
+    """
+    check_honourable(criteria)
     sel = Selection()
-    for item in criteria.ids:
-        _select_id(views, sel, item, missing_ok)
-    if criteria.session_id is not None:
-        _select_session(views, sel, criteria.session_id, missing_ok)
-    if criteria.user_id is not None:
-        _select_user(views, sel, criteria.user_id)
-    if criteria.kinds or criteria.tags or criteria.before is not None or criteria.after is not None:
-        for view in views.latest_entries(lambda stored: _may_match(stored, criteria)):
+    if criteria.ids:
+        for item in criteria.ids:
+            _select_id(views, sel, item, missing_ok)
+    elif not has_filters(criteria):
+        _select_whole(views, sel, criteria, missing_ok)
+    else:
+        for view in _scoped(views, criteria, missing_ok):
             if _matches(view, criteria):
                 sel.add_entry(view)
     if criteria.include_derived:
         _add_derived(views, sel)
     return sel
+
+
+def has_filters(criteria: DeletionCriteria) -> bool:
+    """Whether the request narrows its scope by kind, tag or time."""
+    return bool(criteria.kinds or criteria.tags or criteria.before is not None
+                or criteria.after is not None)
+
+
+def check_honourable(criteria: DeletionCriteria) -> None:
+    """Refuse what no selection can mean: nothing named, or ids with other criteria."""
+    scoped = criteria.session_id is not None or criteria.user_id is not None
+    if not (criteria.ids or scoped or has_filters(criteria)):
+        raise InvalidInputError("say what to delete: ids, a session, a user or criteria")
+    if criteria.ids and (scoped or has_filters(criteria)):
+        raise InvalidInputError("ids name exactly what to delete: give them without a session, "
+                                "a user, kinds, tags, before or after")
+    if (criteria.before is not None and criteria.after is not None
+            and criteria.after >= criteria.before):
+        raise InvalidInputError("after must be earlier than before: no time is both")
+
+
+def _select_whole(views: ViewReader, sel: Selection, criteria: DeletionCriteria,
+                  missing_ok: bool) -> None:
+    """A session or a user, whole (a session of another user than the one given: nothing)."""
+    sid, uid = criteria.session_id, criteria.user_id
+    if sid is None:
+        if uid is not None:
+            _select_user(views, sel, uid)
+        return
+    session = views.session(sid)
+    if session is None and not missing_ok:
+        raise SessionNotFoundError(f"session {sid} not found")
+    if session is not None and (uid is None or session.user_id == uid):
+        _select_session(views, sel, sid, missing_ok)
+
+
+def _scoped(views: ViewReader, c: DeletionCriteria, missing_ok: bool) -> Iterable[EntryView]:
+    """The live entries of the request's scope that may pass its filters (the
+    stored version's test; :func:`_matches` reads the entry to be sure)."""
+    sid, uid = c.session_id, c.user_id
+    if sid is not None:
+        session = views.session(sid)
+        if session is None and not missing_ok:
+            raise SessionNotFoundError(f"session {sid} not found")
+        if session is None or (uid is not None and session.user_id != uid):
+            return ()
+        return itertools.chain(
+            views.latest_entries(lambda s: s.session_id == sid and _may_match(s, c)),
+            _resource_items(views, sid, session.user_id))
+    if uid is not None:
+        sessions = {s.session_id for s in views.sessions() if s.user_id == uid}
+        return views.latest_entries(
+            lambda s: (s.user_id == uid or s.session_id in sessions) and _may_match(s, c))
+    return views.latest_entries(lambda s: _may_match(s, c))
 
 
 def _select_id(views: ViewReader, sel: Selection, item: str, missing_ok: bool) -> None:
@@ -109,10 +174,11 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str, missing_
         sel.needle(text)
     for view in views.latest_entries(lambda s: s.session_id == session_id and s.state != "deleted"):
         sel.add_entry(view)
-    _select_resource_items(views, sel, session_id, session.user_id)
+    for view in _resource_items(views, session_id, session.user_id):
+        sel.add_entry(view)
 
 
-def _select_resource_items(views: ViewReader, sel: Selection, session_id: str, user_id: str | None) -> None:
+def _resource_items(views: ViewReader, session_id: str, user_id: str | None) -> Iterator[EntryView]:
     """The items of memory resources keyed by the session: they carry no
     session id (they stay out of its transcript), but the session's id as their
     ``conversation_id`` and a ``resource:`` tag; only its user's sessionless
@@ -124,7 +190,7 @@ def _select_resource_items(views: ViewReader, sel: Selection, session_id: str, u
         if (entry is not None and isinstance(entry.details, MessageDetails)
                 and entry.details.conversation_id == session_id
                 and any(t.startswith("resource:") for t in entry.tags)):
-            sel.add_entry(view)
+            yield view
 
 
 def _select_user(views: ViewReader, sel: Selection, user_id: str) -> None:

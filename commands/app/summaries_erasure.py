@@ -30,21 +30,24 @@ from typing import Any
 
 import msgspec
 
-from eventstore import ENTRY_KINDS, DeletionCriteria, EntryRecorded, SummaryResummarised
+from eventstore import DeletionCriteria, EntryRecorded, SummaryResummarised
 from projections import ViewReader
 
 from . import log as _log
 from .compaction import ACTOR, summarise_texts
 from .extraction import AUTO_TAGS
+from .forgetting import criteria_of
 from .forgetting import delete as _delete
 from .results import DeletionReport
 from .selection import select
 from .store import Store
 from .summarise import Summariser
-from .validate import check_choice, check_id, check_ids, check_labels, to_time
+from .validate import check_flag
 from .writer import SYSTEM_STREAM
 
 __all__ = ["after_redaction", "delete"]
+
+_CRITERIA = ("ids", "session_id", "user_id", "kinds", "tags", "before", "after")
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,11 @@ def delete(store: Store, summariser: Summariser, *, resummarise: bool | None = N
            **request: Any) -> DeletionReport:
     """:func:`commands.app.forgetting.delete`, then the summaries it took
     through derivation are written again from their remaining sources."""
-    wanted = store.settings.resummarise_on_delete if resummarise is None else bool(resummarise)
-    targets = _targets(store, request) if wanted and request.get("include_derived", True) else []
+    wanted = (store.settings.resummarise_on_delete if resummarise is None
+              else check_flag(resummarise, "resummarise"))
+    previewing = request.get("dry_run") is True
+    targets = (_targets(store, request) if wanted and request.get("include_derived", True)
+               and not previewing else [])
     report = _delete(store, **request)
     if targets:
         _resummarise(store, summariser, targets, set(report.ids), report.request_id)
@@ -92,25 +98,9 @@ def after_redaction(store: Store, summariser: Summariser, entry_id: str, request
     return report
 
 
-def _criteria(request: dict[str, Any]) -> DeletionCriteria:
-    """The request's criteria, checked as :func:`~commands.app.forgetting.delete` checks them."""
-    def get(name: str) -> Any:
-        return request.get(name)
-
-    return DeletionCriteria(
-        ids=check_ids(get("ids"), "ids"),
-        session_id=None if get("session_id") is None else check_id(get("session_id"), "session id"),
-        user_id=None if get("user_id") is None else check_id(get("user_id"), "user id"),
-        kinds=tuple(check_choice(k, "type", ENTRY_KINDS) for k in (get("kinds") or ())),  # type: ignore[misc]
-        tags=check_labels(get("tags"), "tags"), before=to_time(get("before"), "before"),
-        after=to_time(get("after"), "after"), include_derived=True)
-
-
 def _targets(store: Store, request: dict[str, Any]) -> list[_Target]:
     """The summaries the request deletes through derivation alone, oldest first."""
-    criteria = _criteria(request)
-    if criteria == DeletionCriteria():
-        return []  # forgetting.delete refuses it with its own message
+    criteria = criteria_of(**{k: v for k, v in request.items() if k in _CRITERIA})
     with store.read() as views:
         every = select(views, criteria)
         direct = select(views, msgspec.structs.replace(criteria, include_derived=False))

@@ -27,6 +27,7 @@ __all__ = [
     "check_choice",
     "check_content",
     "check_data_dir",
+    "check_flag",
     "check_id",
     "check_ids",
     "check_key",
@@ -51,6 +52,14 @@ def check_id(value: object, field: str) -> str:
         raise InvalidInputError(
             f"{field} must be 1-128 characters of letters, digits and . _ : @ - (got {shown(value)})"
         )
+    return value
+
+
+def check_flag(value: object, field: str) -> bool:
+    """A real boolean: consent and switches take ``True`` or ``False`` only, never
+    ``"yes"``, ``"true"`` or ``1`` (which a lax caller would read as consent)."""
+    if type(value) is not bool:
+        raise InvalidInputError(f"{field} must be true or false (got {type(value).__name__})")
     return value
 
 

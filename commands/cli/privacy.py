@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import Any
 
 import click
 import msgspec
@@ -40,33 +41,50 @@ def _confirm(yes: bool, question: str) -> None:
 
 
 @click.command()
-@click.option("--id", "ids", multiple=True, help="Entry or memory id (repeatable).")
-@click.option("--session", "session_id")
-@click.option("--user", "user_id", help="Everything of a user: sessions, entries, memories.")
-@click.option("--type", "kinds", multiple=True, type=KINDS)
-@click.option("--tag", "tags", multiple=True)
-@click.option("--before")
-@click.option("--after")
+@click.option("--id", "ids", multiple=True, help="Entry or memory id (repeatable), with no other criteria.")
+@click.option("--session", "session_id", help="Within this session (whole, when no filter is given).")
+@click.option("--user", "user_id", help="Within this user's items (whole, when no filter is given: "
+              "sessions, entries, memories).")
+@click.option("--type", "kinds", multiple=True, type=KINDS, help="Only entries of these kinds.")
+@click.option("--tag", "tags", multiple=True, help="Only entries with any of these tags.")
+@click.option("--before", help="Only entries that occurred before this time.")
+@click.option("--after", help="Only entries that occurred at or after this time.")
 @click.option("--reason", required=True)
 @click.option("--requested-by", required=True)
 @click.option("--keep-derived", is_flag=True, help="Keep entries derived from the deleted ones.")
 @click.option("--defer", is_flag=True, help="Tombstone now, purge later with `memlog purge`.")
+@click.option("--dry-run", is_flag=True, help="List the ids that would go; write nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_context
 def delete(ctx: Context, ids: tuple[str, ...], session_id: str | None, user_id: str | None,
            kinds: tuple[str, ...], tags: tuple[str, ...], before: str | None, after: str | None,
-           reason: str, requested_by: str, keep_derived: bool, defer: bool, yes: bool) -> None:
-    """Delete entries for good: tombstone, then rewrite every file without them."""
-    scopes = sum(bool(x) for x in (ids, session_id, user_id, kinds or tags or before or after))
-    if scopes != 1:
-        raise InvalidInputError("use exactly one of --id, --session, --user or criteria (--type/--tag/"
-                                "--before/--after)")
+           reason: str, requested_by: str, keep_derived: bool, defer: bool, dry_run: bool,
+           yes: bool) -> None:
+    """Delete entries for good: tombstone, then rewrite every file without them.
+
+    Every criterion given narrows the selection: `--session S --type message`
+    deletes the messages of S and nothing else. A session or user without a
+    filter goes whole.
+    """
+    request: dict[str, Any] = {
+        "ids": ids or None, "session_id": session_id, "user_id": user_id, "kinds": kinds, "tags": tags,
+        "before": before, "after": after, "reason": reason, "requested_by": requested_by,
+        "include_derived": not keep_derived}
+    if dry_run:
+        with ctx.memory() as mem:
+            preview = mem.delete(**request, dry_run=True)
+        ctx.emit(msgspec.to_builtins(preview), _preview_text(preview))
+        return
     _confirm(yes, "Delete for good? This cannot be undone.")
     with ctx.memory() as mem:
-        report = mem.delete(ids=ids or None, session_id=session_id, user_id=user_id, kinds=kinds,
-                            tags=tags, before=before, after=after, reason=reason,
-                            requested_by=requested_by, include_derived=not keep_derived, defer=defer)
+        report = mem.delete(**request, defer=defer)
     _report(ctx, report, "deletion")
+
+
+def _preview_text(preview: DeletionReport) -> str:
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(preview.counts_by_kind.items()))
+    lines = [f"dry run: {preview.deleted} item(s) would go ({counts or 'none'}); nothing written"]
+    return "\n".join([*lines, *preview.ids])
 
 
 @click.command()

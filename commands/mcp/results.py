@@ -208,6 +208,8 @@ class DeletionOut(TypedDict):
     purged: bool
     verified: bool | None
     seq: int
+    counts_by_kind: dict[str, int]
+    dry_run: bool
 
 
 class MemoryPageOut(TypedDict):
@@ -297,7 +299,8 @@ def context_out(block: ContextBlock) -> ContextOut:
 def deletion_out(report: DeletionReport) -> DeletionOut:
     """A deletion report's ids, counts and purge outcome."""
     return {"request_id": report.request_id, "deleted": report.deleted, "ids": list(report.ids),
-            "purged": report.purged, "verified": report.verified, "seq": report.seq}
+            "purged": report.purged, "verified": report.verified, "seq": report.seq,
+            "counts_by_kind": dict(report.counts_by_kind), "dry_run": report.dry_run}
 
 
 def history_item_out(item: HistoryItem) -> HistoryItemOut:

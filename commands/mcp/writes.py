@@ -13,8 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from eventstore import AbortedError, FindingStatus, InvalidInputError, Level, Role
+from pydantic import StrictBool
 
+from eventstore import AbortedError, EntryKind, FindingStatus, InvalidInputError, Level, Role
+
+from ..app.validate import check_flag
 from ..memory import MemoryLog
 from .results import DeletionOut, SessionOut, WrittenOut, deletion_out, session_out
 from .scope import Guard, ServerScope
@@ -125,12 +128,34 @@ class WriteTools:
         return self._written(self.mem.checkpoint(sid, model_id=model_id, chat_id=chat_id,
                                                  agent_id=self.scope.agent))
 
-    def delete(self, ids: list[str], reason: str, confirm: bool = False) -> DeletionOut:
-        """Delete the user's entries or memories by id, for good (tombstone,
-        then every byte erased from every file). Needs a reason and
-        confirm=true; without confirm nothing is written."""
-        if confirm is not True:
+    def delete(self, reason: str, ids: list[str] | None = None, session_id: str | None = None,
+               kinds: list[EntryKind] | None = None, tags: list[str] | None = None,
+               before: str | None = None, after: str | None = None, user_id: str | None = None,
+               dry_run: StrictBool = False, confirm: StrictBool = False) -> DeletionOut:
+        """Delete the user's entries or memories for good (tombstone, then every
+        byte erased from every file): by ids, or by criteria that all narrow
+        the user's items together (a session of theirs, kinds, tags, before,
+        after; without filters a session goes whole). dry_run=true lists the
+        ids that would go and writes nothing; otherwise it needs a reason and
+        confirm=true (a JSON boolean), and without it nothing is written."""
+        request = self._deletion(ids, session_id, kinds, tags, before, after, user_id)
+        if check_flag(dry_run, "dry_run"):
+            return deletion_out(self.mem.delete(**request, reason=reason, requested_by=self.scope.actor,
+                                                dry_run=True))
+        if not check_flag(confirm, "confirm"):
             raise AbortedError("delete needs confirm=true; nothing was deleted")
-        for item_id in ids:
-            self.guard.item(item_id, write=True)
-        return deletion_out(self.mem.delete(ids=ids, reason=reason, requested_by=self.scope.actor))
+        return deletion_out(self.mem.delete(**request, reason=reason, requested_by=self.scope.actor))
+
+    def _deletion(self, ids: list[str] | None, session_id: str | None, kinds: list[EntryKind] | None,
+                  tags: list[str] | None, before: str | None, after: str | None,
+                  user_id: str | None) -> dict[str, Any]:
+        """The request's criteria, within the user's own items: ids each checked
+        as theirs; criteria always narrowed to the user (and their session)."""
+        if ids:
+            for item_id in ids:
+                self.guard.item(item_id, write=True)
+            return {"ids": ids}
+        user = self.guard.user(user_id)
+        sid = None if session_id is None else self.guard.session(session_id).id
+        return {"session_id": sid, "user_id": user, "kinds": kinds, "tags": tags, "before": before,
+                "after": after}
