@@ -133,9 +133,10 @@ def close_session(store: Store, session_id: str, reason: str | None = None) -> N
 
 def update_session(store: Store, session_id: str, *, agent_ids: Iterable[str] | None = None,
                    tags: Iterable[str] | None = None, metadata: dict[str, str] | None = None) -> None:
-    """Change a session's agents or tags (replaced) or metadata (merged); a
-    closed session may still be updated, an archived one must be restored first."""
-    sid = store.writer.live_session(session_id, closed_ok=True)
+    """Change a session's agents or tags (replaced) or metadata (merged). The
+    session's state stays as it was: a closed session stays closed, and an
+    archived one stays archived (an update restores nothing)."""
+    sid = _updatable(store, session_id)
     if agent_ids is None and tags is None and metadata is None:
         raise InvalidInputError("nothing to update: give agents, tags or metadata")
     probe = _redacted(store, SessionStarted(
@@ -145,6 +146,16 @@ def update_session(store: Store, session_id: str, *, agent_ids: Iterable[str] | 
                            tags=None if tags is None else probe.tags,
                            metadata=None if metadata is None else probe.metadata)
     store.writer.append(f"session:{sid}", lambda: [event])
+
+
+def _updatable(store: Store, session_id: str) -> str:
+    """The id of a session that exists (open, closed or archived), as it is."""
+    sid = check_id(session_id, "session id")
+    with store.read() as views:
+        view = views.session(sid)
+    if view is None or not view.archived:
+        return store.writer.live_session(sid, closed_ok=True)  # started in a batch, or live
+    return sid
 
 
 def transcript(store: Store, session_id: str, limit: int | None = 50, offset: int = 0) -> TranscriptPage:

@@ -20,7 +20,7 @@ from eventstore import InvalidInputError, ResourceSpec
 from .redaction import PATTERNS, compile_regex
 from .resources.spec import check_specs
 
-__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings"]
+__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings", "merged", "policy"]
 
 # Seed 000's per-kind retention, seed 001's 90 days for the rest.
 DEFAULT_RETENTION_DAYS = {
@@ -74,6 +74,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     auto_restore: bool = True  # seed 000: a write or read naming an archived session restores it
 
 
+# The tables whose keys are fixed and whose defaults a partial table keeps.
+_TABLES: dict[str, dict[str, Any]] = {"retention_days": DEFAULT_RETENTION_DAYS}
+
 _ENV_TYPES: dict[str, type] = {
     "max_content_bytes": int, "redact_on_ingest": bool, "record_access": bool,
     "search_shards": int, "context_budget_tokens": int, "max_context_messages": int,
@@ -98,11 +101,38 @@ def load_settings(data_dir: Path | None, overrides: Mapping[str, Any] | None = N
             values[name] = _parse_env(name, raw, kind)
     values.update(overrides or {})
     try:
-        settings = msgspec.convert(values, Settings)
+        settings = msgspec.convert(merged(values), Settings)
     except msgspec.ValidationError as exc:
         raise InvalidInputError(f"invalid setting: {exc}") from None
     check_settings(settings)
     return settings
+
+
+def merged(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` over the defaults, table by table: a partial table (``[retention_days]``
+    naming only ``message``) overrides the keys it names and keeps the others'
+    defaults. An unknown setting, or an unknown key of a table whose keys are
+    fixed, is refused naming it."""
+    unknown = sorted(set(values) - set(Settings.__struct_fields__))
+    if unknown:
+        raise InvalidInputError(f"unknown setting: {', '.join(unknown)}")
+    out = dict(values)
+    for name, fixed in _TABLES.items():
+        given = out.get(name)
+        if not isinstance(given, Mapping):
+            continue  # msgspec refuses a table that is not one
+        strange = sorted(set(given) - set(fixed))
+        if strange:
+            raise InvalidInputError(f"unknown key in [{name}]: {', '.join(map(str, strange))} "
+                                    f"(known: {', '.join(fixed)})")
+        out[name] = {**fixed, **given}
+    return out
+
+
+def policy(settings: Settings) -> dict[str, Any]:
+    """The settings in force, as builtins (what ``memlog config show`` prints)."""
+    data: dict[str, Any] = msgspec.to_builtins(settings)
+    return data
 
 
 def _parse_env(name: str, raw: str, kind: type) -> Any:

@@ -8,13 +8,16 @@ import time
 from typing import Any
 
 import click
+import msgspec
 
 from eventstore import ENTRY_KINDS, InvalidInputError, ReadOnlyError
 
+from ..app import load_settings
 from ..app.maintenance import PROJECTIONS, params_dict
+from ..app.settings import policy
 from .base import Context, pass_context
 
-__all__ = ["decay", "init", "replay"]
+__all__ = ["config", "decay", "init", "replay"]
 
 
 @click.command()
@@ -94,3 +97,29 @@ def decay(ctx: Context, as_of: str | None, rates: tuple[str, ...], floor: float 
     with ctx.memory() as mem:
         seq = mem.apply_decay(as_of, rates=parsed, floor=floor)
     ctx.emit({"id": None, "seq": seq}, f"decay parameters recorded (seq {seq})")
+
+
+@click.group()
+def config() -> None:
+    """The settings in force: defaults, config.toml, MEMLOG_* variables."""
+
+
+@config.command("show")
+@pass_context
+def config_show(ctx: Context) -> None:
+    """Print every setting in force for --dir (config.toml's partial tables
+    merged with the defaults); an unknown setting is an error naming it."""
+    ctx.check_dir(write=False)
+    data = policy(load_settings(ctx.data_dir))
+
+    def text() -> str:
+        lines = []
+        for name, value in data.items():
+            if isinstance(value, dict):
+                lines.append(f"{name}:")
+                lines += [f"  {k} = {msgspec.json.encode(v).decode()}" for k, v in value.items()]
+            else:
+                lines.append(f"{name} = {msgspec.json.encode(value).decode()}")
+        return "\n".join(lines)
+
+    ctx.emit(data, text)

@@ -55,7 +55,7 @@ for _command in (
     admin.init, sessions.session, entries.add, entries.task, entries.remember, entries.forget,
     read.show, read.memories, read.search, read.context, read.stats,
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
-    admin.replay, admin.decay, audit.audit, health.health, health.metrics, demo,
+    admin.replay, admin.decay, admin.config, audit.audit, health.health, health.metrics, demo,
     integrate.mcp, transfer.import_, transfer.export,
     lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
     resources.resource,  # memory resources (issue 17)

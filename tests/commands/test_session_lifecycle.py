@@ -43,10 +43,10 @@ def test_a_closed_session_takes_no_entries_and_stays_readable(mem: MemoryLog) ->
     mem.restore_session(sid)
     assert mem.update_session(sid, tags=["x"]).tags == ("x",)
     assert mem.session(sid).closed
-    # -- upkeep (issue 18): an update (a write) restores an archived session itself
+    # an update leaves the session's state as it was: archived and closed stay so
     mem.archive_session(sid)
     assert mem.update_session(sid, tags=["y"]).tags == ("y",)
-    assert not mem.session(sid).archived and mem.session(sid).closed
+    assert mem.session(sid).archived and mem.session(sid).closed
 
 
 def test_close_within_a_batch_ends_the_session_for_later_writes(mem: MemoryLog) -> None:
