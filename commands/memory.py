@@ -307,7 +307,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
                tags: Iterable[str] | None = None, since: Any = None, until: Any = None,
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
                include_archived: bool = False, record_access: bool | None = None,
-               agent_id: str | None = None, source: str = "entries",
+               agent_id: str | None = None, source: str | None = None,
                mode: str | None = None) -> list[SearchResult]:
         """Search entries and/or memories (seed 000's query API); records the access
         unless switched off.
@@ -317,11 +317,13 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         their memories and preferences, and the shared project context; never
         another user's. Archived sessions stay out unless ``include_archived``.
         ``agent_ids`` keeps only entries written by those agents. ``source``:
-        ``entries``, ``memories`` or ``both``; ``mode``: ``text``, ``semantic``,
+        ``entries``, ``memories`` or ``both``; by default ``both`` when
+        ``user_id`` is given, else ``entries``; ``mode``: ``text``, ``semantic``,
         ``hybrid`` or None (hybrid when an embedder is installed, else text).
         """
         query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
-                                  sort, min_relevance, include_archived, source=source, mode=mode)
+                                  sort, min_relevance, include_archived,
+                                  source=scope.default_source(source, user_id), mode=mode)
         query = scope.scoped_query(self.store, query, user_id, agent_id)
         return search.search(self.store, query, record_access)
 

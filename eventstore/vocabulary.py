@@ -45,9 +45,10 @@ Role = Literal["user", "assistant", "system", "tool"]
 Level = Literal["low", "medium", "high", "critical"]
 FindingStatus = Literal["open", "in_progress", "resolved", "wont_fix"]
 # live: as recorded; redacted: spans removed; compacted: folded into a summary;
-# deleted: erased (tombstone only); absent: not yet recorded at an as-of point.
-EntryState = Literal["live", "redacted", "compacted", "deleted", "absent"]
-MemoryState = Literal["live", "forgotten"]
+# deleted: erased (tombstone only); absent: not yet recorded at an as-of point;
+# superseded: a later item of the same user and key replaced it (kept for the past).
+EntryState = Literal["live", "redacted", "compacted", "deleted", "absent", "superseded"]
+MemoryState = Literal["live", "forgotten", "superseded"]
 Sort = Literal["relevance", "newest", "oldest"]
 # What a search looks through, and how it matches (text: BM25; semantic:
 # embeddings; hybrid: both, fused).

@@ -27,6 +27,7 @@ from .models import (
     SessionStats,
     SessionView,
     StoredEntry,
+    SupersededInfo,
     TombstoneInfo,
 )
 from .runner import LAYOUT, Projections, PurgeSplit
@@ -79,6 +80,7 @@ __all__ = [
     "SessionView",
     "Skipped",
     "StoredEntry",
+    "SupersededInfo",
     "TombstoneInfo",
     "VectorIndex",
     "ViewReader",

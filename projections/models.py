@@ -32,6 +32,7 @@ __all__ = [
     "SessionStats",
     "SessionView",
     "StoredEntry",
+    "SupersededInfo",
     "TombstoneInfo",
 ]
 
@@ -57,6 +58,15 @@ class RedactionInfo(msgspec.Struct, frozen=True, gc=False):
     at: int
 
 
+class SupersededInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """That a later item of the same user and key replaced this one: the
+    superseding id, and the seq and time of its record."""
+
+    by: str
+    seq: int
+    at: int
+
+
 class EntryView(msgspec.Struct, frozen=True, gc=False):
     """One version of an entry, as readers get it (the views store a
     :class:`StoredEntry`). ``entry`` is None once deleted, or when its log
@@ -74,6 +84,7 @@ class EntryView(msgspec.Struct, frozen=True, gc=False):
     occurred_at: int = 0
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
+    superseded: SupersededInfo | None = None  # a later preference of the same user and key
 
 
 class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -105,6 +116,7 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     occurred_at: int = 0
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
+    superseded: SupersededInfo | None = None  # a later preference of the same user and key
 
 
 class SessionView(msgspec.Struct, frozen=True, gc=False):
@@ -146,6 +158,7 @@ class MemoryView(msgspec.Struct, frozen=True, gc=False):
     saved_seq: int
     saved_at: int
     changed_seq: int
+    superseded: SupersededInfo | None = None  # derived on read: a later save under the key
 
 
 class RankInputs(msgspec.Struct, frozen=True, gc=False):

@@ -49,7 +49,7 @@ from eventstore import (
 from . import records, sessions
 from .context import build_context
 from .results import ContextBlock, EntryResult, MemoryResult, SearchResult, SessionResult, absent_result
-from .scope import scoped_query
+from .scope import default_source, scoped_query
 from .search import find, make_query
 from .store import Store
 from .validate import check_id
@@ -100,6 +100,7 @@ class PointInTime:
         if unknown:
             raise InvalidInputError(f"unknown search options: {', '.join(sorted(unknown))}")
         user_id, agent_id = filters.pop("user_id", None), filters.pop("agent_id", None)
+        filters["source"] = default_source(filters.get("source"), user_id)
         query = scoped_query(self.store, make_query(text, **filters), user_id, agent_id, self.seq)
         return find(self.store, query, self.seq, self.time)
 
@@ -165,9 +166,24 @@ def history(store: Store, item_id: str) -> list[HistoryItem]:
             kind, request_id = erased_by[seq]
             items.append(HistoryItem(seq, header.type, when, header.actor, f"{kind}; content erased",
                                      request_id=request_id))
+    items.extend(_supersession(store, iid))
     if not items:
         raise EntryNotFoundError(f"no event ever touched {iid}")
     return sorted(items, key=lambda i: i.seq)
+
+
+def _supersession(store: Store, iid: str) -> list[HistoryItem]:
+    """The record that superseded a keyed item (a preference set again, a
+    memory saved again under its key), when one did."""
+    with store.read() as views:
+        stored = views.stored_entry(iid)
+        memory = None if stored is not None else views.memory_by_id(iid)
+    info = stored.superseded if stored is not None else memory.superseded if memory is not None else None
+    if info is None:
+        return []
+    header = store.log.get(info.seq).header
+    return [HistoryItem(info.seq, header.type, format_micros(header.recorded_at), header.actor,
+                        f"superseded by {info.by}")]
 
 
 def _item(rec: RecordedEvent, what: str, **extra: Any) -> HistoryItem:

@@ -230,7 +230,7 @@ def _redaction(store: Store, version: int, entry_id: str, redactor: Redactor, re
     """Read the entry, redact it, journal the intent, and append the redaction."""
     with store.read() as views:
         view = views.entry(entry_id)
-    if view is None or view.entry is None or view.state not in SHOWN_STATES:
+    if view is None or view.entry is None or (view.state not in SHOWN_STATES and view.state != "superseded"):
         raise EntryNotFoundError(f"entry {entry_id} not found")
     counts: dict[str, int] = {}
     needles = {span.encode() for text in entry_texts(view.entry) for span in redactor.spans(text)

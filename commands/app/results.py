@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from eventstore import format_micros
-from projections import EntryView, MemoryView, SessionStats, SessionView, TombstoneInfo
+from projections import EntryView, MemoryView, SessionStats, SessionView, SupersededInfo, TombstoneInfo
 
 __all__ = [
     "ContextBlock",
@@ -51,6 +51,7 @@ class EntryResult(msgspec.Struct, frozen=True):
     redactions: dict[str, int] = {}
     deleted: dict[str, Any] | None = None
     redacted: dict[str, Any] | None = None
+    superseded: dict[str, Any] | None = None  # by (id), seq and at: a later item of the same key
 
 
 class DeletionReport(msgspec.Struct, frozen=True):
@@ -129,6 +130,7 @@ class MemoryResult(msgspec.Struct, frozen=True):
     content: str | None
     state: str
     saved_at: str
+    superseded: dict[str, Any] | None = None  # by (id), seq and at: a later save under the key
 
 
 class ContextSection(msgspec.Struct, frozen=True):
@@ -171,6 +173,11 @@ def tombstone_dict(tomb: TombstoneInfo) -> dict[str, Any]:
             "seq": tomb.seq, "at": format_micros(tomb.at)}
 
 
+def superseded_dict(info: SupersededInfo | None) -> dict[str, Any] | None:
+    """What replaced an item: the superseding id, its seq and time."""
+    return None if info is None else {"by": info.by, "seq": info.seq, "at": format_micros(info.at)}
+
+
 def entry_result(view: EntryView) -> EntryResult:
     """An entry view as a result (no content unless live or redacted)."""
     entry = view.entry
@@ -183,7 +190,7 @@ def entry_result(view: EntryView) -> EntryResult:
     if entry is None:
         return EntryResult(id=view.entry_id, type=view.kind, state=view.state, content=None,
                            session_id=view.session_id, recorded_seq=view.recorded_seq,
-                           deleted=deleted, redacted=redacted)
+                           deleted=deleted, redacted=redacted, superseded=superseded_dict(view.superseded))
     details = msgspec.to_builtins(entry.details) if entry.details is not None else {}
     details.pop("kind", None)
     return EntryResult(
@@ -194,6 +201,7 @@ def entry_result(view: EntryView) -> EntryResult:
         recorded_at=format_micros(view.recorded_at) if view.recorded_at else None,
         recorded_seq=view.recorded_seq, derived_from=entry.derived_from,
         redactions=dict(entry.redactions), deleted=deleted, redacted=redacted,
+        superseded=superseded_dict(view.superseded),
     )
 
 
@@ -224,4 +232,5 @@ def session_result(view: SessionView, stats: SessionStats) -> SessionResult:
 def memory_result(view: MemoryView) -> MemoryResult:
     """A memory view as a result."""
     return MemoryResult(id=view.memory_id, user_id=view.user_id, key=view.key, content=view.content,
-                        state=view.state, saved_at=format_micros(view.saved_at))
+                        state=view.state, saved_at=format_micros(view.saved_at),
+                        superseded=superseded_dict(view.superseded))

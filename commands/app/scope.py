@@ -8,6 +8,9 @@ context. Both at once (``--user U --agent A``): what A may see of U, that is
 U's own entries and U's sessions that A took part in. Nothing of another user
 is ever in a user's scope.
 
+A search scoped to a user looks through entries and memories alike unless a
+source is given (:func:`default_source`).
+
 The sessions come from the views (as of the reader's seq), so a scope is
 computed inside the read transaction the search then uses.
 """
@@ -23,7 +26,8 @@ from projections import Scope, SearchQuery, SessionView, ViewReader
 from .store import Store
 from .validate import check_id
 
-__all__ = ["PROJECT_KEY", "project_of", "reader_scope", "scoped_query", "session_scope", "user_sessions"]
+__all__ = ["PROJECT_KEY", "default_source", "project_of", "reader_scope", "scoped_query", "session_scope",
+           "user_sessions"]
 
 # The session metadata key that names the project a session belongs to.
 PROJECT_KEY = "project"
@@ -75,6 +79,15 @@ def session_scope(views: ViewReader, session: SessionView,
     if session.session_id not in sids:
         sids.append(session.session_id)
     return Scope(user_id=session.user_id, session_ids=tuple(sids))
+
+
+def default_source(source: object, user_id: object) -> object:
+    """What a search looks through when ``source`` is not given (None): for a
+    user-scoped search, ``both`` (the user's entries, preferences and memories,
+    and the shared project context); else ``entries``. A given source stays."""
+    if source is not None:
+        return source
+    return "both" if user_id is not None else "entries"
 
 
 def scoped_query(store: Store, query: SearchQuery, user_id: object = None, agent_id: object = None,

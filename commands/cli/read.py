@@ -41,12 +41,12 @@ def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
 @click.option("--type", "kinds", multiple=True, type=KINDS)
 @click.option("--session", "session_id")
 @click.option("--user", "user_id", help="What this user may see: their sessions and entries, their "
-              "memories and preferences, and the shared project context.")
+              "preferences and memories, and the shared project context (all searched by default).")
 @click.option("--agent", "agent_id", help="What this agent may see: its entries, the sessions it took "
               "part in, and the shared project context.")
 @click.option("--by-agent", "agents", multiple=True, help="Only entries written by this agent.")
-@click.option("--source", type=SOURCE, default="entries", show_default=True,
-              help="Search entries, user memories, or both.")
+@click.option("--source", type=SOURCE, default=None,
+              help="Search entries, user memories, or both (default: both with --user, else entries).")
 @click.option("--mode", type=MODE, default=None,
               help="text (BM25), semantic or hybrid (default: hybrid with an embedder, else text).")
 @click.option("--tag", "tags", multiple=True)
@@ -58,7 +58,7 @@ def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
 @click.option("--archived", "include_archived", is_flag=True, help="Include archived sessions.")
 @pass_context
 def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None, user_id: str | None,
-           agent_id: str | None, agents: tuple[str, ...], source: str, mode: str | None,
+           agent_id: str | None, agents: tuple[str, ...], source: str | None, mode: str | None,
            tags: tuple[str, ...], since: str | None, until: str | None, limit: int, sort: str,
            min_relevance: float, include_archived: bool) -> None:
     """Search entries and memories, scoped to a user or an agent when given."""

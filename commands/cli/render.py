@@ -47,7 +47,7 @@ def entry_text(item: EntryResult | MemoryResult) -> str:
     if isinstance(item, MemoryResult):
         return (f"memory {field(item.id)} ({item.state})\n  user: {field(item.user_id)}\n"
                 f"  key: {field(item.key)}\n  content: {block(item.content or '', '    ')}\n"
-                f"  saved: {item.saved_at}")
+                f"  saved: {item.saved_at}{superseded_text(item.superseded)}")
     lines = [f"{field(item.type)} {field(item.id)} ({field(item.state)})"]
     if item.content is not None:
         lines.append(f"  content: {block(item.content, '    ')}")
@@ -71,7 +71,14 @@ def entry_text(item: EntryResult | MemoryResult) -> str:
         r = item.redacted
         lines.append(f"  redacted: {field(r['spans'])} by {field(r['requested_by'])} at {field(r['at'])}: "
                      f"{field(r['reason'])}")
-    return "\n".join(lines)
+    return "\n".join(lines) + superseded_text(item.superseded)
+
+
+def superseded_text(info: dict[str, Any] | None) -> str:
+    """The line that says what replaced an item (empty when nothing did)."""
+    if not info:
+        return ""
+    return f"\n  superseded: by {field(info['by'])} at {field(info['at'])} (seq {info['seq']})"
 
 
 def session_text(s: SessionResult) -> str:

@@ -77,6 +77,7 @@ class EntryOut(TypedDict):
     redactions: dict[str, int]
     deleted: dict[str, Any] | None
     redacted: dict[str, Any] | None
+    superseded: dict[str, Any] | None  # by, seq, at: a later preference of the same key
 
 
 class MemoryOut(TypedDict):
@@ -88,6 +89,7 @@ class MemoryOut(TypedDict):
     content: str | None
     state: str
     saved_at: str
+    superseded: dict[str, Any] | None  # by, seq, at: a later save under the key
 
 
 class ShowOut(TypedDict):

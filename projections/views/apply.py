@@ -65,6 +65,7 @@ from . import formation as f  # -- formation (issue 18) --
 from . import reducers as r
 from . import upkeep as u  # -- upkeep (issue 18) --
 from .batch import EntryRun
+from .keyed import Keyed
 from .keys import (
     SEP,
     all_versions,
@@ -107,6 +108,7 @@ class ViewWriter:
         self.counters: dict[str, int] = {}
         self.last_seen: dict[str, int] = {}  # event type -> the last seq of that type
         self.run = EntryRun(txn, dbs)  # consecutive entry.recorded, written as a batch
+        self.keyed = Keyed(txn, dbs, self._counted)  # a preference set again supersedes the earlier one
 
     # -- plumbing -----------------------------------------------------------
 
@@ -173,7 +175,7 @@ class ViewWriter:
         ``entry.recorded`` is applied as a batch (:mod:`.batch`), written
         before any other record."""
         event = rec.event
-        if type(event) is EntryRecorded and self.batch_entries:
+        if type(event) is EntryRecorded and self.batch_entries and event.kind != "preference":
             if self.run.add(rec, event):  # full
                 self.run.flush(self)
             return
@@ -261,10 +263,19 @@ class ViewWriter:
         self._index(stored, event.derived_from)
         f.entry_indexed(self.txn, self.dbs, stored, event)  # -- formation (issue 18) --
         u.entry_indexed(self.txn, self.dbs, stored, event)  # -- upkeep (issue 18) --
-        if event.session_id:
-            sid = event.session_id
+        self._counted(stored, 1)
+        if event.kind == "preference":
+            self.keyed.joined(event, rec.seq)
+
+    def _counted(self, stored: StoredEntry, delta: int) -> None:
+        """An entry joins (1) or leaves (-1) the counts of what is shown."""
+        if delta < 0:
+            self._uncount(stored)
+            return
+        if stored.session_id:
+            sid = stored.session_id
             self.session_stats[sid] = r.stats_added(self.stats_of(sid), stored)
-        self.count(f"kind:{event.kind}")
+        self.count(f"kind:{stored.kind}")
         self.count("entries")
 
     def _entry_update(self, entry_id: str, fn: Any) -> None:
@@ -304,6 +315,8 @@ class ViewWriter:
             if last.state in SHOWN_STATES:
                 self._uncount(last)
         self.put(b"deleted", ref.entry_id.encode(), r.entry_deleted(ref, tomb))
+        if ref.kind == "preference":
+            self.keyed.left(ref.entry_id)
 
     def _uncount(self, stored: StoredEntry) -> None:
         if stored.session_id:
@@ -336,11 +349,9 @@ class ViewWriter:
         self._index(first, entry.derived_from)
         f.entry_indexed(self.txn, self.dbs, first, entry)  # -- formation (issue 18) --
         u.entry_indexed(self.txn, self.dbs, first, entry)  # -- upkeep (issue 18) --
-        if entry.session_id:
-            sid = entry.session_id
-            self.session_stats[sid] = r.stats_added(self.stats_of(sid), first)
-        self.count("entries")
-        self.count(f"kind:{entry.kind}")
+        self._counted(first, 1)
+        if entry.kind == "preference":
+            self.keyed.joined(entry, event.target_seq)
 
     def _index(self, stored: StoredEntry, derived_from: tuple[str, ...]) -> None:
         sid = stored.session_id or ""

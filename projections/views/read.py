@@ -46,6 +46,7 @@ from ..models import (
 from . import upkeep as _upkeep  # -- upkeep (issue 18) --
 from .current import CurrentMemo
 from .formation import reinforcement_entity, scope_prefix  # -- formation (issue 18) --
+from .keyed import memory_version
 from .keys import (
     SEP,
     all_versions,
@@ -334,8 +335,10 @@ class ViewReader:
         raw = self.txn.get(memory_id.encode(), db=self.dbs[b"memory_ids"])
         if raw is None:
             return None
-        found = latest_version(self.txn, self.dbs[b"memories"], bytes(raw).decode(), self.as_of)
-        return None if found is None else _memory(found)
+        entity = bytes(raw).decode()
+        versions = [_memory(v) for seq, v in all_versions(self.txn, self.dbs[b"memories"], entity)
+                    if self.as_of is None or seq <= self.as_of]
+        return memory_version(versions, memory_id)
 
     def access(self, entry_id: str) -> AccessView:
         """Access count and last access at ``as_of``."""

@@ -44,6 +44,7 @@ from ..models import (
     SessionStats,
     SessionView,
     StoredEntry,
+    SupersededInfo,
     TombstoneInfo,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "entry_deleted",
     "entry_recorded",
     "entry_redacted",
+    "entry_superseded",
     "entry_view",
     "memory_forgotten",
     "memory_saved",
@@ -154,8 +156,15 @@ def entry_view(stored: StoredEntry, source: Event | None) -> EntryView:
     return EntryView(  # positional (the field order of EntryView): many are built per read
         stored.entry_id, stored.kind, stored.state, entry, stored.recorded_seq, stored.recorded_at,
         stored.changed_seq, stored.session_id, stored.user_id, stored.occurred_at, stored.deleted,
-        stored.redacted,
+        stored.redacted, stored.superseded,
     )
+
+
+def entry_superseded(prev: StoredEntry, rec: RecordedEvent, by: str) -> StoredEntry:
+    """A later item of the same user and key replaced ``prev``: it leaves what
+    is current, and stays in the log and in reads as of earlier seqs."""
+    info = SupersededInfo(by, rec.seq, rec.recorded_at)
+    return replace(prev, state="superseded", superseded=info, changed_seq=rec.seq)
 
 
 def session_started(rec: RecordedEvent, event: SessionStarted) -> SessionView:

@@ -64,6 +64,7 @@ VIEW_DBS = (
     b"formation",
     # -- upkeep (issue 18) --
     b"upkeep",
+    b"keyed",  # a user's current preference of each key (projections.views.keyed)
 )
 
 Records = Callable[[int], Iterable[RecordedEvent]]

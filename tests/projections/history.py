@@ -24,6 +24,7 @@ from eventstore import (
     MemoryForgotten,
     MemorySaved,
     MessageDetails,
+    PreferenceDetails,
     ResourceAppended,
     ResourceBlock,
     ResourceDeclared,
@@ -59,6 +60,9 @@ steps = st.lists(
         st.tuples(st.just("remember"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"]),
                   st.sampled_from(WORDS)),
         st.tuples(st.just("forget"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"])),
+        # a keyed entry: a preference set again supersedes the earlier one
+        st.tuples(st.just("prefer"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"]),
+                  st.sampled_from(WORDS)),
         st.tuples(st.just("delete"), st.integers(0, 30)),
         st.tuples(st.just("redact"), st.integers(0, 30)),
         st.tuples(st.just("compact"), st.integers(0, 2)),
@@ -97,6 +101,7 @@ class History:
         self.proj = proj
         self.entries: list[tuple[str, int, str, str]] = []  # id, seq, kind, session
         self.memories: dict[tuple[str, str], str] = {}
+        self.memory_ids: list[str] = []  # every memory saved, superseded ones included
         self.erased: set[str] = set()
         self.forgotten: set[tuple[str, str]] = set()
         self.n = 0
@@ -141,6 +146,16 @@ class History:
         self.log.append(f"user:{user}", [MemorySaved(user_id=user, key=key, content=word,
                                                      memory_id=f"m{self.n}")], actor="t")
         self.memories[(user, key)] = f"m{self.n}"
+        self.memory_ids.append(f"m{self.n}")
+
+    def _prefer(self, user: str, key: str, word: str) -> None:
+        self.n += 1
+        eid = f"p{self.n}"
+        event = EntryRecorded(entry_id=eid, kind="preference", content=f"{key}: {word}",
+                              occurred_at=1_700_000_000_000_000 + self.n * 3_600_000_000, user_id=user,
+                              details=PreferenceDetails(key=key, value=word))
+        seq = self.log.append(f"user:{user}", [event], actor="t").first_seq
+        self.entries.append((eid, seq, "preference", ""))
 
     def _forget(self, user: str, key: str) -> None:
         if (mid := self.memories.pop((user, key), None)) is not None:

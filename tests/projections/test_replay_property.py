@@ -69,7 +69,8 @@ def test_replay_equals_live(tmp_path_factory: pytest.TempPathFactory, history: l
 
 
 def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str],
-            touched: set[str], forgotten: set[tuple[str, str]]) -> dict[str, Any]:
+            touched: set[str], forgotten: set[tuple[str, str]],
+            memory_ids: tuple[str, ...] = ()) -> dict[str, Any]:
     """What a reader sees at ``as_of`` (no catch-up): entry content, sessions, memories."""
     assert proj.views is not None
     with proj.views.read(as_of) as views:
@@ -82,11 +83,13 @@ def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str]
         sessions = {s.session_id: (s.archived, s.agent_ids) for s in views.sessions()}
         memories = {u: [(m.key, m.content) for m in views.memories(u) if (u, m.key) not in forgotten]
                     for u in ("alice", "bob")}
+        saved = {mid: (m.state, m.superseded) for mid in memory_ids
+                 if (m := views.memory_by_id(mid)) is not None and m.state != "forgotten"}
         stats = {sid: views.session_stats(sid).counts for sid in sessions if sid not in touched}
         resources = {k: views.resource_state(k) for k in ("k0", "k1")}  # memory resources (issue 17)
         specs = views.resource_specs()
         checkpoints = list(views.checkpoints("alice"))  # -- upkeep (issue 18) --
-    return {"entries": entries, "sessions": sessions, "memories": memories, "stats": stats,
+    return {"entries": entries, "sessions": sessions, "memories": memories, "saved": saved, "stats": stats,
             "resources": resources, "specs": specs, "checkpoints": checkpoints}
 
 
@@ -111,12 +114,13 @@ def test_as_of_equals_replay_until(tmp_path_factory: pytest.TempPathFactory, his
             ids = [e[0] for e in runner.entries]
             proj.catch_up(search=True)
             touched = {e[3] for e in runner.entries if e[0] in runner.erased}
-            past = visible(proj, k, ids, runner.erased, touched, runner.forgotten)
+            past = visible(proj, k, ids, runner.erased, touched, runner.forgotten, tuple(runner.memory_ids))
             past_search = search_dump(proj, k)
             # A vector for exactly each document version of the index, as of any seq (Contract 2).
             assert vector_dump(proj, k) == [index_dump(proj, k)] * len(QUERIES)
             proj.replay(until=k)
-            assert visible(proj, None, ids, runner.erased, touched, runner.forgotten) == past
+            assert visible(proj, None, ids, runner.erased, touched, runner.forgotten,
+                           tuple(runner.memory_ids)) == past
             erased_seqs = {e[1] for e in runner.entries if e[0] in runner.erased}
             replayed = search_dump(proj, catch_up=False)
             assert [sorted(set(h) - erased_seqs) for h in replayed] == [
