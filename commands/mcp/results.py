@@ -163,6 +163,7 @@ class SectionOut(TypedDict):
     items: int
     removed: int
     cut: bool
+    reserved: int
 
 
 class ContextOut(TypedDict):
