@@ -5,7 +5,7 @@ Usage::
 
     python tools/bench_context.py [--data ../shared/bench/locomo-dev.json] [--json]
                                   [--budget 1000] [--sample N] [--seed 0]
-                                  [--conversations N] [--dir PATH]
+                                  [--conversations N] [--recall-share X] [--dir PATH]
 
 The metric:
 
@@ -29,6 +29,8 @@ memlog's own search hits alone (``search`` of the question for the user, both
 sources, limit 50), each hit's content on a line, best first, while the lines
 fit the same budget by the same token count (characters / 4).
 
+``--recall-share X`` sets the share of the budget kept for the recall section
+(the setting ``context_shares``, a partial table over its defaults).
 ``--sample N`` measures a fixed subset: N questions drawn with ``--seed`` from
 those with evidence (the whole set when N is 0 or more than there are).
 Progress goes to stderr; the table (or with ``--json`` one JSON object) goes to
@@ -108,6 +110,7 @@ def pick(data: list[dict[str, Any]], sample: int, seed: int) -> list[tuple[int, 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     data = json.loads(Path(args.data).read_text())[: args.conversations]
     chosen = pick(data, args.sample, args.seed)
+    overrides = {} if args.recall_share is None else {"context_shares": {"recall": args.recall_share}}
     rows: dict[str, list[tuple[int, float]]] = {"open": [], "closed": [], "search": []}
     latencies: list[float] = []
     tokens: dict[str, list[int]] = {"open": [], "closed": []}
@@ -116,7 +119,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         if not questions:
             continue
         for case in ("open", "closed"):
-            with MemoryLog.open(base / f"conv{n}-{case}") as mem:
+            with MemoryLog.open(base / f"conv{n}-{case}", **overrides) as mem:
                 texts = ingest(mem, sample, close=case == "closed")
                 fresh = mem.start_session(user_id=USER)
                 for q in questions:
@@ -153,7 +156,8 @@ def summarise(rows: dict[str, list[tuple[int, float]]], tokens: dict[str, list[i
         for c in cats}
     out["block_tokens_p50"] = {k: percentile(v, 50) if v else 0 for k, v in tokens.items()}
     out["context_p50_ms"] = round(percentile(latencies, 50), 3) if latencies else 0.0
-    out |= {"questions": questions, "budget_tokens": args.budget, "sample": args.sample, "seed": args.seed}
+    out |= {"questions": questions, "budget_tokens": args.budget, "sample": args.sample, "seed": args.seed,
+            "recall_share": args.recall_share}
     return out
 
 
@@ -177,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="a seeded sample of N questions (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--recall-share", type=float, default=None,
+                        help="the budget share kept for the recall section (default: the setting's)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
     return run_main(parser.parse_args(argv), run, table, "bench-context-")
 
