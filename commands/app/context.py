@@ -36,7 +36,7 @@ With a query, the search memlog uses (:func:`commands.app.search.find`, both
 sources, in the session's scope) ranks the user's messages and memories; the
 best matches not shown elsewhere in the block form the section "Relevant
 earlier messages and memories", best first, each with its date and its
-session (a memory: its key). A memory it shows leaves the memories section.
+session (a memory: its key), but the memories the memories section shows whole.
 
 A section's share of the budget (the setting ``context_shares``; by default
 60 % for those matches, nothing for the others) is kept for it; the other
@@ -133,8 +133,10 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
     order, drop_order = _with_resources(extra)
     if session.archived and as_of is None:  # -- upkeep (issue 18): a read restores it
         restore_on_read(store, sid)
-    live, dropped = fit(sections + extra, budget, count, order, drop_order, store.settings.context_shares)
-    live = gather.without_repeats(live)
+    shares = store.settings.context_shares
+    live, dropped = fit(sections + extra, budget, count, order, drop_order, shares)
+    while gather.drop_repeats(live):  # a memory shown in its own section is not shown twice
+        live, dropped = fit(sections + extra, budget, count, order, drop_order, shares)
     trimmed_messages = any(s.name == "messages" and s.removed for s in live) or "messages" in dropped
     return block(live, dropped, budget, count, order, gather.cut or trimmed_messages)
 
@@ -170,6 +172,7 @@ class _Gather:
         self.shown: set[str] = set()  # the messages the block shows outside the recall section
         self.memory_ids: list[str] = []  # the memories section's, in its order
         self.recalled: list[str] = []  # the recall section's ids, in its order
+        self.recall: Section | None = None
 
     def sections(self, query: str) -> list[Section]:
         """Every section, items most valuable first."""
@@ -198,7 +201,8 @@ class _Gather:
         hits = [h for h in search.find(self.store, found, as_of=self.as_of, now=self.now, reader=self.views)
                 if h.id not in self.shown]
         self.recalled = [h.id for h in hits]
-        return Section("recall", _TITLES["recall"], [self._recalled(h) for h in hits])
+        self.recall = Section("recall", _TITLES["recall"], [self._recalled(h) for h in hits])
+        return self.recall
 
     def _recalled(self, hit: SearchResult) -> str:
         """``- DATE SESSION: text`` (a memory: ``- DATE memory KEY: value``)."""
@@ -208,17 +212,18 @@ class _Gather:
             return f"- {day} memory {memory.key if memory else ''}: {_flat(hit.content)}"
         return f"- {day} {hit.session_id}: {_flat(hit.content)}"
 
-    def without_repeats(self, live: list[Section]) -> list[Section]:
-        """The fitted sections, the memories the recall section shows whole left
-        out of the memories section (a section left empty goes)."""
-        recall = next((s for s in live if s.name == "recall"), None)
+    def drop_repeats(self, live: list[Section]) -> bool:
+        """Leave out of the recall section the memories that the fitted
+        memories section (``live``) shows whole; True when any went."""
         memories = next((s for s in live if s.name == "memories"), None)
-        if recall is None or memories is None:
-            return live
-        whole = set(self.recalled[: 0 if recall.cut else len(recall.items)])
-        memories.items = [item for item, mid in zip(memories.items, self.memory_ids, strict=False)
-                          if mid not in whole]
-        return [s for s in live if s.items]
+        if memories is None or self.recall is None:
+            return False
+        whole = set(self.memory_ids[: len(memories.items) - memories.cut])
+        keep = [(i, item) for i, item in zip(self.recalled, self.recall.items, strict=True) if i not in whole]
+        if len(keep) == len(self.recalled):
+            return False
+        self.recalled, self.recall.items = [i for i, _ in keep], [item for _, item in keep]
+        return True
 
     def _find(self, kinds: tuple[str, ...], text: str = "", limit: int = 10,
               sort: str = "newest") -> list[EntryView]:

@@ -62,26 +62,36 @@ def fit(sections: list[Section], budget: int, count: Count, order: Sequence[str]
         drop_order: Sequence[str], shares: Mapping[str, float] | None = None,
         ) -> tuple[list[Section], list[str]]:
     """The sections trimmed to fit ``budget`` and the names dropped whole, in drop
-    order; a section named in ``shares`` has that share of the budget kept for it."""
+    order; a section named in ``shares`` has that share of the budget kept for it
+    while the others fit without dropping a section, and takes what they leave."""
     held = [s for s in sections if s.items and (shares or {}).get(s.name, 0) > 0]
-    if not held or shares is None:
+    rest = [s for s in sections if s not in held]
+    smallest = _smallest(rest, count, order)
+    if not held or shares is None or smallest > budget:
         return _fit(sections, budget, count, order, drop_order)
     held = [replace(s, items=list(s.items), reserved=min(count(s.text()), int(shares[s.name] * budget)))
             for s in held]
-    names = [s.name for s in held]
-    rest = [s for s in sections if s.name not in names]
-    room = budget - sum(s.reserved for s in held)
-    if room >= 1:
-        live, dropped = _fit(rest, room, count, order, drop_order)
-    else:
-        live, dropped = [], [n for n in drop_order if any(s.name == n and s.items for s in rest)]
+    room = max(budget - sum(s.reserved for s in held), smallest)
+    live, dropped = _fit(rest, room, count, order, drop_order)
     live += held
+    names = [s.name for s in held]
     held_order = [n for n in drop_order if n in names] + [n for n in names if n not in drop_order]
     if _trim(live, budget, count, order, held_order, floor=MIN_CUT):
         return live, dropped
     _trim(live, budget, count, order, held_order, floor=1)
     emptied = [n for n in held_order if not any(s.name == n and s.items for s in live)]
     return [s for s in live if s.items], dropped + emptied
+
+
+def _smallest(sections: list[Section], count: Count, order: Sequence[str]) -> int:
+    """The tokens of ``sections`` trimmed as far as trimming goes before a section
+    is dropped: each to its first item, cut to :data:`MIN_CUT` characters."""
+    least = [replace(s, items=[_shortest(s.items[0])]) for s in sections if s.items]
+    return count(render(least, order))
+
+
+def _shortest(item: str) -> str:
+    return item if len(item) <= MIN_CUT else item[:MIN_CUT].rstrip() + _ELLIPSIS
 
 
 def _fit(sections: list[Section], budget: int, count: Count, order: Sequence[str],
