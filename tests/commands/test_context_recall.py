@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app.settings import DEFAULT_CONTEXT_SHARES
 from eventstore import InvalidInputError
 
 from .conftest import Run
@@ -22,6 +21,8 @@ ANSWER = "alice: my sister's wedding is in Lisbon, on the twelfth of June"
 FILLER = "alice: filler remark number {} on the weather and the garden"
 PLAN = "alice: the wedding plan {} " + "detail " * 12
 DAY = "2023-05-08"
+SECTIONS = ("project", "memories", "preferences", "handoff", "recall", "decisions", "lessons", "findings",
+            "tasks", "recovery", "summary", "messages")
 
 
 def _seed(store: Path, close: bool = False, **settings: object) -> dict[str, str]:
@@ -88,7 +89,7 @@ def test_sections_and_the_budget_report(tmp_path: Path) -> None:
         block = mem.context(ids["fresh"], query=QUESTION, budget_tokens=300)
     report = {s["name"]: s for s in block.to_dict()["sections"]}
     recall = report["recall"]
-    assert recall["reserved"] == int(DEFAULT_CONTEXT_SHARES["recall"] * 300) == 180
+    assert recall["reserved"] == 180  # the default share, 60 %
     assert recall["tokens"] > 150 and recall["removed"] > 0  # within its share, less a last whole item
     assert "recall" in block.trimmed and block.tokens <= 300
     assert all(s["reserved"] == 0 for name, s in report.items() if name != "recall")
@@ -102,7 +103,7 @@ def test_the_share_is_a_setting(tmp_path: Path) -> None:
     ids = _seed(store)
     (store / "config.toml").write_text("[context_shares]\nrecall = 0.25\n")
     with MemoryLog.open(store) as mem:
-        assert mem.settings.context_shares == {**DEFAULT_CONTEXT_SHARES, "recall": 0.25}
+        assert mem.settings.context_shares == {n: 0.25 if n == "recall" else 0.0 for n in SECTIONS}
         for i in range(40):
             mem.add_message(ids["second"], role="user", content=PLAN.format(i))
         block = mem.context(ids["fresh"], query=QUESTION, budget_tokens=400)
