@@ -7,6 +7,9 @@ block is as it was. Through the library, the CLI and MCP."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,3 +165,18 @@ def test_mcp_context_tool_with_a_query(tmp_path: Path) -> None:
     assert isinstance(sections, list)
     assert any(s["name"] == "recall" and s["reserved"] > 0 for s in sections)
     assert ANSWER not in str(plain["text"])
+
+
+@pytest.mark.slow
+def test_bench_context_runs_and_prints_its_keys(tmp_path: Path) -> None:
+    """bench_context on two tiny conversations: its --json keys, the shares in [0, 100]."""
+    from tests.test_tools import TOOLS, _tiny_locomo
+
+    data = _tiny_locomo(tmp_path / "tiny.json")
+    result = subprocess.run([sys.executable, str(TOOLS / "bench_context.py"), "--data", str(data), "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    keys = ["evidence_open", "evidence_closed", "evidence_search_only"]
+    assert set(keys) <= set(out) and out["questions"] == 4 and out["budget_tokens"] == 1000
+    assert all(0 <= out[k] <= 100 for k in keys) and out["evidence_open"] > 0
