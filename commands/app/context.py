@@ -2,7 +2,9 @@
 
 Sections, in the order they are printed: project context, the user's memories
 and preferences, the latest handoff ("Last session", or "Handoff (this
-session)" when it is the session's own), relevant decisions, lessons and
+session)" when it is the session's own), with a query the best matches of the
+user's earlier messages and memories (:meth:`_Gather._recall`), relevant
+decisions, lessons and
 open findings (a query's best matches first, then the newest), open tasks,
 the recovery snapshot of the previous session, the session summary (only
 when the history was cut), and recent messages (without those a session
@@ -30,10 +32,20 @@ one project of their own).
 A preference key holds its latest value: older values stay in the log and in
 ``show``/``audit history``, not in the block.
 
-Over budget, sections are trimmed, then dropped, in this order (seed 002's,
-lessons first and the handoff last; see :mod:`commands.app.fitting`)::
+With a query, the search memlog uses (:func:`commands.app.search.find`, both
+sources, in the session's scope) ranks the user's messages and memories; the
+best matches not shown elsewhere in the block form the section "Relevant
+earlier messages and memories", best first, each with its date and its
+session (a memory: its key), but the memories the memories section shows whole.
 
-    lessons, findings, decisions, messages, recovery, summary, tasks,
+A section's share of the budget (the setting ``context_shares``; by default
+60 % for those matches, nothing for the others) is kept for it; the other
+sections fit in the rest, and the section then takes what they leave (see
+:mod:`commands.app.fitting`). Over budget, sections are trimmed, then dropped,
+in this order (seed 002's, lessons first and the handoff last, after the
+matches, which take only what their share and the others leave)::
+
+    recall, lessons, findings, decisions, messages, recovery, summary, tasks,
     preferences, memories, project, handoff
 
 Memory resources (:mod:`commands.app.resources.sections`) add a section per
@@ -52,12 +64,15 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, takewhile
 
-from eventstore import InvalidInputError, SessionNotFoundError, now_micros, shown
+import msgspec
+
+from eventstore import MEMORY_DOC_KIND, InvalidInputError, SessionNotFoundError, now_micros, shown
 from projections import EntryView, SearchQuery, SessionView, ViewReader
 
+from . import search
 from .fitting import Section, block, fit
 from .resources import resource_sections
-from .results import ContextBlock
+from .results import ContextBlock, SearchResult
 from .scope import project_of, session_scope, user_sessions
 from .sessions import restore_on_read
 from .store import Store
@@ -65,23 +80,25 @@ from .validate import check_id
 
 __all__ = ["DROP_ORDER", "RECOVERY_MESSAGES", "build_context", "chars_over_four"]
 
-DROP_ORDER = ("lessons", "findings", "decisions", "messages", "recovery", "summary", "tasks", "preferences",
-              "memories", "project", "handoff")
+DROP_ORDER = ("recall", "lessons", "findings", "decisions", "messages", "recovery", "summary", "tasks",
+              "preferences", "memories", "project", "handoff")
 RECOVERY_MESSAGES = 3
 _TITLES = {
     "project": "Project:", "memories": "User memories:", "preferences": "Preferences:",
-    "handoff": "Last session:", "decisions": "Relevant decisions:", "lessons": "Relevant lessons:",
+    "handoff": "Last session:", "recall": "Relevant earlier messages and memories:",
+    "decisions": "Relevant decisions:", "lessons": "Relevant lessons:",
     "findings": "Open findings:",
     "tasks": "Open tasks:", "recovery": "Recovering previous session:",
     "summary": "Summary of earlier conversation:", "messages": "Recent messages:",
 }
 _OWN_HANDOFF = "Handoff (this session):"
-_ORDER = ("project", "memories", "preferences", "handoff", "decisions", "lessons", "findings", "tasks",
-          "recovery", "summary", "messages")
+_ORDER = ("project", "memories", "preferences", "handoff", "recall", "decisions", "lessons", "findings",
+          "tasks", "recovery", "summary", "messages")
 # The sections a query ranks: (kind, how many). Findings resolved or dropped stay out.
 _SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2), "findings": ("finding", 2)}
 _CLOSED_FINDINGS = ("resolved", "wont_fix")
 _MAX_TASKS = 50
+_RECALL_LIMIT = 50  # the most matches the recall section is given to fit
 
 
 def chars_over_four(text: str) -> int:
@@ -116,7 +133,10 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
     order, drop_order = _with_resources(extra)
     if session.archived and as_of is None:  # -- upkeep (issue 18): a read restores it
         restore_on_read(store, sid)
-    live, dropped = fit(sections + extra, budget, count, order, drop_order)
+    shares = store.settings.context_shares
+    live, dropped = fit(sections + extra, budget, count, order, drop_order, shares)
+    while gather.drop_repeats(live):  # a memory shown in its own section is not shown twice
+        live, dropped = fit(sections + extra, budget, count, order, drop_order, shares)
     trimmed_messages = any(s.name == "messages" and s.removed for s in live) or "messages" in dropped
     return block(live, dropped, budget, count, order, gather.cut or trimmed_messages)
 
@@ -149,6 +169,10 @@ class _Gather:
         self.same_project = [s.session_id for s in mine if s.session_id != self.sid
                              and project_of(s) == project_of(session)] + [self.sid]
         self.cut = False
+        self.shown: set[str] = set()  # the messages the block shows outside the recall section
+        self.memory_ids: list[str] = []  # the memories section's, in its order
+        self.recalled: list[str] = []  # the recall section's ids, in its order
+        self.recall: Section | None = None
 
     def sections(self, query: str) -> list[Section]:
         """Every section, items most valuable first."""
@@ -163,7 +187,43 @@ class _Gather:
         # (compacted or summarised: its ``derived_from``) was cut too.
         if summary and (self.cut or _folds(summary[0])):
             out.append(Section("summary", _TITLES["summary"], [_text(summary[0])]))
+        if query:
+            out.append(self._recall(query))
         return out
+
+    def _recall(self, query: str) -> Section:
+        """The best matches of ``query`` among the messages and memories of the
+        session's scope, as memlog's search ranks them, but those the block
+        shows already (this session's recent messages, the recovery)."""
+        found = search.make_query(query, kinds=("message",), limit=_RECALL_LIMIT, source="both",
+                                  scope=self.scope)
+        found = msgspec.structs.replace(found, exclude_sessions=self.exclude)
+        hits = [h for h in search.find(self.store, found, as_of=self.as_of, now=self.now, reader=self.views)
+                if h.id not in self.shown]
+        self.recalled = [h.id for h in hits]
+        self.recall = Section("recall", _TITLES["recall"], [self._recalled(h) for h in hits])
+        return self.recall
+
+    def _recalled(self, hit: SearchResult) -> str:
+        """``- DATE SESSION: text`` (a memory: ``- DATE memory KEY: value``)."""
+        day = hit.occurred_at[:10]
+        if hit.type == MEMORY_DOC_KIND:
+            memory = self.views.memory_by_id(hit.id)
+            return f"- {day} memory {memory.key if memory else ''}: {_flat(hit.content)}"
+        return f"- {day} {hit.session_id}: {_flat(hit.content)}"
+
+    def drop_repeats(self, live: list[Section]) -> bool:
+        """Leave out of the recall section the memories that the fitted
+        memories section (``live``) shows whole; True when any went."""
+        memories = next((s for s in live if s.name == "memories"), None)
+        if memories is None or self.recall is None:
+            return False
+        whole = set(self.memory_ids[: len(memories.items) - memories.cut])
+        keep = [(i, item) for i, item in zip(self.recalled, self.recall.items, strict=True) if i not in whole]
+        if len(keep) == len(self.recalled):
+            return False
+        self.recalled, self.recall.items = [i for i, _ in keep], [item for _, item in keep]
+        return True
 
     def _find(self, kinds: tuple[str, ...], text: str = "", limit: int = 10,
               sort: str = "newest") -> list[EntryView]:
@@ -199,6 +259,7 @@ class _Gather:
         memories = sorted(self.views.memories(uid), key=lambda m: -m.saved_seq)
         limit = self.store.settings.max_user_memories
         items = [f"- {m.key}: {_flat(m.content or '')}" for m in memories[:limit]]
+        self.memory_ids = [m.memory_id for m in memories[:limit]]
         latest: dict[str, str] = {}
         for view in self._find(("preference",), limit=1000):
             details = view.entry.details if view.entry is not None else None
@@ -249,12 +310,14 @@ class _Gather:
         shown = list(takewhile(lambda v: self.views.summarised_by(v.entry_id) is None, found))
         self.cut = len(found) > keep or len(shown) < len(found)
         found = shown
+        self.shown.update(v.entry_id for v in found[:keep])
         return Section("messages", _TITLES["messages"], [_message(v) for v in found[:keep]],
                        chronological=True)
 
     def _recovery(self, previous: SessionView, handed: frozenset[str]) -> Section:
         found = self._own("message", RECOVERY_MESSAGES, previous.session_id)
         shown = [_message(v) for v in found if v.entry_id not in handed]
+        self.shown.update(v.entry_id for v in found if v.entry_id not in handed)
         return Section("recovery", _TITLES["recovery"], shown, chronological=True)
 
 

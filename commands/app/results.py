@@ -135,8 +135,8 @@ class MemoryResult(msgspec.Struct, frozen=True):
 
 class ContextSection(msgspec.Struct, frozen=True):
     """One section of a context block as printed: its tokens, how many items it
-    shows, how many were left out to fit, and whether an item was cut with an
-    ellipsis."""
+    shows, how many were left out to fit, whether an item was cut with an
+    ellipsis, and the tokens its share of the budget kept for it."""
 
     name: str
     tokens: int
@@ -144,6 +144,7 @@ class ContextSection(msgspec.Struct, frozen=True):
     items: int = 0
     removed: int = 0
     cut: bool = False
+    reserved: int = 0
 
 
 class ContextBlock(msgspec.Struct, frozen=True):
@@ -161,7 +162,7 @@ class ContextBlock(msgspec.Struct, frozen=True):
     def to_dict(self) -> dict[str, Any]:
         """The ``context --json`` shape: tokens per section, what was trimmed or dropped."""
         sections = [{"name": s.name, "tokens": s.tokens, "items": s.items, "removed": s.removed,
-                     "cut": s.cut} for s in self.sections]
+                     "cut": s.cut, "reserved": s.reserved} for s in self.sections]
         return {"text": self.text, "tokens": self.tokens, "budget": self.budget, "sections": sections,
                 "dropped": list(self.dropped), "trimmed": list(self.trimmed),
                 "truncated": self.truncated}

@@ -20,12 +20,21 @@ from eventstore import InvalidInputError, ResourceSpec
 from .redaction import PATTERNS, compile_regex
 from .resources.spec import check_specs
 
-__all__ = ["DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings", "merged", "policy"]
+__all__ = ["DEFAULT_CONTEXT_SHARES", "DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings",
+           "merged", "policy"]
 
 # Seed 000's per-kind retention, seed 001's 90 days for the rest.
 DEFAULT_RETENTION_DAYS = {
     "message": 90, "decision": 365, "finding": 180, "preference": 730,
     "lesson": 365, "task": 180, "handoff": 90, "summary": 365, "project": 3650,
+}
+
+# The share of a context budget kept for each section (commands.app.context): with a
+# query, 60 % for the best matches of the user's earlier messages and memories.
+DEFAULT_CONTEXT_SHARES = {
+    "project": 0.0, "memories": 0.0, "preferences": 0.0, "handoff": 0.0, "recall": 0.6,
+    "decisions": 0.0, "lessons": 0.0, "findings": 0.0, "tasks": 0.0, "recovery": 0.0,
+    "summary": 0.0, "messages": 0.0,
 }
 
 
@@ -41,6 +50,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     context_budget_tokens: int = 2000
     max_context_messages: int = 20
     max_user_memories: int = 50
+    context_shares: dict[str, float] = msgspec.field(default_factory=lambda: dict(DEFAULT_CONTEXT_SHARES))
     retention_days: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
     sync: bool = True
     default_actor: str = "memlog"
@@ -75,7 +85,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # The tables whose keys are fixed and whose defaults a partial table keeps.
-_TABLES: dict[str, dict[str, Any]] = {"retention_days": DEFAULT_RETENTION_DAYS}
+_TABLES: dict[str, dict[str, Any]] = {"retention_days": DEFAULT_RETENTION_DAYS,
+                                      "context_shares": DEFAULT_CONTEXT_SHARES}
 
 _ENV_TYPES: dict[str, type] = {
     "max_content_bytes": int, "redact_on_ingest": bool, "record_access": bool,
@@ -159,6 +170,9 @@ def check_settings(settings: Settings) -> None:
         raise InvalidInputError("search_shards must be between 1 and 64")
     if settings.context_budget_tokens < 50:
         raise InvalidInputError("context_budget_tokens must be at least 50")
+    shares = settings.context_shares.values()
+    if not all(0 <= v <= 1 for v in shares) or sum(shares) > 1 + 1e-9:
+        raise InvalidInputError("context_shares must be from 0 to 1 each and at most 1 together")
     unknown = set(settings.redaction_patterns) - set(PATTERNS)
     if unknown:
         raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")

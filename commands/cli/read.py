@@ -72,7 +72,8 @@ def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | N
 
 @click.command()
 @click.argument("session_id")
-@click.option("--query")
+@click.option("--query", help="Rank decisions, lessons and findings by it, and add the best matches "
+                               "of the user's earlier messages and memories.")
 @click.option("--budget", type=click.IntRange(50, 1_000_000), default=None,
               help="Token budget (default from settings: 2000).")
 @pass_context

@@ -65,7 +65,10 @@ class ReadTools:
 
     def context(self, session_id: str, query: str | None = None, budget: int | None = None) -> ContextOut:
         """A context block for one of the user's sessions, within a token budget
-        (default from the store's settings), to paste into a prompt."""
+        (default from the store's settings), to paste into a prompt. With a
+        query, a section "Relevant earlier messages and memories" (``recall``)
+        holds the best matches of the user's messages and memories, each with
+        its date and session, within the share of the budget kept for it."""
         self.guard.session(session_id)
         if budget is not None and not 50 <= budget <= 1_000_000:
             raise InvalidInputError(f"budget must be from 50 to 1000000 tokens (got {budget})")

@@ -165,6 +165,7 @@ class SectionOut(TypedDict):
     items: int
     removed: int
     cut: bool
+    reserved: int
 
 
 class ContextOut(TypedDict):

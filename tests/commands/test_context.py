@@ -66,7 +66,8 @@ def test_lessons_go_before_decisions_and_handoff_last(full: tuple[MemoryLog, str
     """Shrinking the budget drops lessons first and keeps the handoff longest."""
     mem, sid = full
     sizes = [mem.context(sid, query="database", budget_tokens=b) for b in (5000, 400, 200, 60, 20)]
-    first_drops = [b.dropped[0] for b in sizes if b.dropped]
+    # the query's matches (recall) go before any of seed 002's sections
+    first_drops = [next(d for d in b.dropped if d != "recall") for b in sizes if set(b.dropped) - {"recall"}]
     assert all(d == "lessons" for d in first_drops)
     for block in sizes:
         names = {s.name for s in block.sections}
