@@ -228,7 +228,8 @@ def _tombstones(store: Store, version: int, requests: Sequence[tuple[DeletionCri
     by_user = _is_user(store, requested_by)
     with store.read() as views:
         for index, (criteria, reason) in enumerate(requests):
-            batch.add(store, index, select(views, criteria, missing_ok), criteria, reason, requested_by, by_user)
+            batch.add(store, index, select(views, criteria, missing_ok), criteria, reason, requested_by,
+                      by_user)
     if not batch.refs:
         raise InvalidInputError("the requests select nothing to delete")
     first = next(iter(batch.request_ids.values()))
