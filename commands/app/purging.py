@@ -52,6 +52,7 @@ from .store import Store
 from .writer import SYSTEM_STREAM
 
 _LABEL = re.compile(r"(nats|raft-log-bound):")  # what a shared log's purge reports
+_STREAM_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,194}")  # an id a plain user stream could name
 
 __all__ = ["finish_interrupted", "pending_purges", "purge", "purge_deferred"]
 
@@ -81,7 +82,7 @@ def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes],
     found = _verify(store, done, texts, names or {})
     checks = _structure(store, intent, before)
     if names:
-        checks.insert(0, ("scan for the erased user's id: found nowhere", not found.named))
+        checks.insert(0, _id_check(store, names, found.named))
     verified = not found.leaks and all(ok for _, ok in checks)
     checks_done = _checks_done(checks, len(needles), len(texts) - len(needles))
     files = _relative(store, done.files)
@@ -132,6 +133,19 @@ def _verify(store: Store, done: _Pass, texts: dict[bytes, bytes], names: dict[by
     left = found.leaks or found.named
     found.action = "purged every shard and the views again: " + ("still found" if left else "clean")
     return found
+
+
+def _id_check(store: Store, names: dict[bytes, bytes], named: set[bytes]) -> tuple[str, bool]:
+    """The check of the erased id's scan; when found, whether the headers of
+    a user stream named by the plain id (a store written before pseudonyms)
+    explain it: the chain keeps them."""
+    if not named:
+        return "scan for the erased user's id: found nowhere", True
+    ids = {names[n].decode() for n in named}
+    if any(store.log.stream_version(f"user:{uid}") for uid in ids if _STREAM_SAFE.fullmatch(uid)):
+        return ("scan for the erased user's id: found, in the headers of a user stream written "
+                "before pseudonyms (the chain keeps them)"), False
+    return "scan for the erased user's id: found", False
 
 
 def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tuple[str, ...]:

@@ -241,3 +241,20 @@ def test_redact_and_retention_take_a_real_boolean_defer(tmp_path: Path) -> None:
             with pytest.raises(InvalidInputError):
                 mem.retention(days={"message": 0}, defer=bad)  # type: ignore[arg-type]
         assert mem.log.head().seq == head
+
+
+def test_a_legacy_user_stream_is_reported_not_hidden(tmp_path: Path) -> None:
+    """The headers of a stream a store wrote before pseudonyms name the user,
+    and the chain keeps them: a deletion of the user purges the content and
+    says, in the record's checks, that the id stays there (unverified)."""
+    from eventstore import MemorySaved
+
+    with MemoryLog.open(tmp_path / "s") as mem:
+        mem.log.append(f"user:{PHONE}", [MemorySaved(user_id=PHONE, key="old", content="legacy value",
+                                                     memory_id="mem-legacy2")], actor="memlog")
+        mem.remember(PHONE, "new", "fresh value")
+        report = mem.delete(user_id=PHONE, reason="r", requested_by="dpo")
+        assert report.purged and not report.verified and report.deleted == 2
+        assert any("written before pseudonyms" in c and c.startswith("FAILED") for c in report.checks)
+        assert mem.memories(PHONE) == []
+        assert PHONE not in repr(report)
