@@ -69,7 +69,8 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
         if kept is not None:
             return kept
     target = stream or (f"session:{entry.session_id}" if entry.session_id
-                        else store.user_stream(entry.user_id or "", None if event_id is None else [event_id]))
+                        else store.user_stream(entry.user_id, None if event_id is None else [event_id])
+                        if entry.user_id else "user:None")
     store.writer.append(target, lambda: [entry], actor, keeps_live=True,
                         event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
