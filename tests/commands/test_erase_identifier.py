@@ -87,16 +87,18 @@ def _other_sid(mem: MemoryLog) -> str:
     return next(s.id for s in mem.sessions(OTHER, archived=None))
 
 
-def _cli(data_dir: Path, *args: str) -> str:
+def _cli(data_dir: Path, *args: str, logs: bool = False) -> str:
     result = CliRunner().invoke(cli, ["--dir", str(data_dir), *args])
     assert result.exit_code == 0, result.output
-    return result.stdout
+    return result.stdout + (result.stderr if logs else "")
 
 
 def _outputs(data_dir: Path) -> str:
-    """What the audit commands print, as text and as JSON."""
-    return "\n".join(_cli(data_dir, *flags, "audit", *cmd) for flags in ((), ("--json",))
-                     for cmd in (("log",), ("deletions",)))
+    """What the audit commands print: the raw log and the ledger, in every format, with their logs."""
+    commands = [("audit", "log"), ("audit", "deletions"), ("--json", "audit", "log"),
+                ("--json", "audit", "deletions"), ("-v", "audit", "deletions", "--format", "md"),
+                ("-v", "audit", "deletions", "--format", "html"), ("stats",), ("health",)]
+    return "\n".join(_cli(data_dir, *cmd, logs=True) for cmd in commands)
 
 
 @pytest.mark.parametrize("uid", [PHONE, TELEGRAM])
@@ -131,8 +133,10 @@ def test_cli_delete_by_user_leaves_no_trace_of_the_id(tmp_path: Path) -> None:
         _fill(mem, PHONE)
         _other(mem)
         before = _of_other(mem)
-    out = _cli(data, "delete", "--user", PHONE, "--reason", "gdpr", "--requested-by", PHONE, "--yes")
-    assert "verified" in out
+    out = _cli(data, "-v", "delete", "--user", PHONE, "--reason", "gdpr", "--requested-by", PHONE, "--yes",
+               logs=True)
+    assert "verified" in out and "deletion recorded" in out  # the report, and the logs of the request
+    assert PHONE not in out and "15551234567" not in out
     assert _scan(data, PHONE) == {}
     printed = _outputs(data)
     assert PHONE not in printed and "15551234567" not in printed
