@@ -117,9 +117,13 @@ def _verify(store: Store, done: _Pass, texts: dict[bytes, bytes], names: dict[by
     in) and the erased id's forms (everywhere); when any is found, purge every
     shard and the views once more and scan for what was found."""
     found = _Found()
-    found.scanned, found.leaks = _scan(store, texts, purge_scope(done.files))
-    more, found.named = _scan(store, names, None)
+    scope = purge_scope(done.files)
+    # each file is read once: those in the purge's scope for both, the rest for the id alone
+    found.scanned, hits = _scan(store, {**texts, **names}, scope)
+    more, found.named = _scan(store, names, lambda path: not scope(path))
     found.scanned += more
+    found.leaks = hits - names.keys()
+    found.named |= hits & names.keys()
     if not (found.leaks or found.named):
         return found
     found.findings = _where(store, found.leaks | found.named)
