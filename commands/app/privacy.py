@@ -159,7 +159,7 @@ def _tombstone(store: Store, version: int, criteria: DeletionCriteria, reason: s
     tombstone = EntriesDeleted(request_id=request_id, entry_ids=ids, erased_seqs=seqs,
                                counts_by_kind=counts, refs=tuple(sel.refs.values()))
     asked = _request(store, request_id, criteria, reason, requested_by, _is_user(store, requested_by))
-    in_views = any(k in ("memory", "session") for k in counts) or criteria.user_id is not None
+    in_views = any(k in ("memory", "session") for k in counts) or bool(_names(criteria))
     intent = PurgeIntent(event_id=f"{request_id}.tombstone", request_ids=(request_id,), entry_ids=ids,
                          views=in_views, erased_seqs=seqs, deferred=defer)
     held = Journal(store.data_dir).write(intent)
