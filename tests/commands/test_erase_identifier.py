@@ -262,3 +262,16 @@ def test_a_legacy_user_stream_is_reported_not_hidden(tmp_path: Path) -> None:
         assert any("written before pseudonyms" in c and c.startswith("FAILED") for c in report.checks)
         assert mem.memories(PHONE) == []
         assert PHONE not in repr(report)
+
+
+def test_a_user_with_preferences_only_leaves_no_trace(tmp_path: Path) -> None:
+    """No session and no memory (nothing that made a purge copy the views
+    before): the views' stale pages that named the user go too."""
+    data = tmp_path / "store"
+    with MemoryLog.open(data) as mem:
+        _other(mem)
+        for i in range(20):
+            mem.set_preference(PHONE, key=f"pref_{i}", value=f"value number {i}")
+        report = mem.delete(user_id=PHONE, reason="gdpr", requested_by="dpo")
+        assert report.verified and report.counts_by_kind == {"preference": 20}
+    assert _scan(data, PHONE) == {}
