@@ -23,11 +23,13 @@ import hashlib
 import hmac
 import os
 import re
+import secrets
 from pathlib import Path
 
 import msgspec
 
 from eventstore import CorruptionError, ReadOnlyError
+from eventstore.storage import fsync_dir
 
 __all__ = ["PREFIX", "SECRET_FILE", "Pseudonyms", "id_needles", "is_pseudonym"]
 
@@ -78,7 +80,7 @@ class Pseudonyms:
         processes creating it at once, one link wins and both read its secret."""
         if self._read_only:
             raise ReadOnlyError("the store is open read-only and has no pseudonym secret yet")
-        tmp = self.path.with_name(f".{SECRET_FILE}.{os.getpid()}.tmp")
+        tmp = self.path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, os.urandom(_SECRET_BYTES))
@@ -90,7 +92,8 @@ class Pseudonyms:
         except FileExistsError:
             pass
         finally:
-            tmp.unlink()
+            tmp.unlink(missing_ok=True)
+        fsync_dir(self.path.parent)  # the name lasts as the events written under it do
         secret = self._read()
         if secret is None:
             raise CorruptionError(f"{SECRET_FILE} vanished while it was created")

@@ -275,3 +275,24 @@ def test_a_user_with_preferences_only_leaves_no_trace(tmp_path: Path) -> None:
         report = mem.delete(user_id=PHONE, reason="gdpr", requested_by="dpo")
         assert report.verified and report.counts_by_kind == {"preference": 20}
     assert _scan(data, PHONE) == {}
+
+
+def test_the_secret_is_made_once_and_checked(tmp_path: Path) -> None:
+    """Threads that need the secret at once share one; a secret of the wrong
+    size is refused; a read-only store without one makes none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from commands.app.pseudonym import Pseudonyms
+    from eventstore import CorruptionError, ReadOnlyError
+
+    with pytest.raises(ReadOnlyError):
+        Pseudonyms(tmp_path, read_only=True).of(PHONE)
+    assert list(tmp_path.iterdir()) == []
+    with ThreadPoolExecutor(8) as pool:
+        names = set(pool.map(lambda _: Pseudonyms(tmp_path).of(PHONE), range(32)))
+    assert len(names) == 1 and is_pseudonym(names.pop())
+    assert [p.name for p in tmp_path.iterdir()] == [SECRET_FILE]
+    assert Pseudonyms(tmp_path, read_only=True).of(OTHER) == Pseudonyms(tmp_path).of(OTHER)
+    (tmp_path / SECRET_FILE).write_bytes(b"short")
+    with pytest.raises(CorruptionError):
+        Pseudonyms(tmp_path).of(PHONE)
