@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -113,18 +114,12 @@ def test_library_delete_by_user_leaves_no_trace_of_the_id(tmp_path: Path, uid: s
         assert report.verified and report.purged
         assert any("erased user's id" in c for c in report.checks)
         assert _of_other(mem) == before
-        stored = json.dumps([msgspec_builtins(d) for d in mem.deletions()])
+        stored = json.dumps([msgspec.to_builtins(d) for d in mem.deletions()])
         purges = [r.event for r in mem.log.read() if isinstance(r.event, PurgeCompleted)]
         assert uid not in stored and uid not in repr(purges)
         assert not [r for r in mem.log.read() if uid in r.stream or uid in r.actor]
     assert _scan(data, uid) == {}
     assert uid not in _outputs(data)
-
-
-def msgspec_builtins(obj: Any) -> Any:
-    import msgspec
-
-    return msgspec.to_builtins(obj)
 
 
 def test_cli_delete_by_user_leaves_no_trace_of_the_id(tmp_path: Path) -> None:
