@@ -130,7 +130,7 @@ def reinforce_copy(store: Store, entry: EntryRecorded, actor: str | None = None)
         return None
     eid, similarity = found
     stream = (f"session:{stored.session_id}" if stored.session_id else
-              f"user:{stored.user_id}" if stored.user_id else "project")
+              store.user_stream(stored.user_id) if stored.user_id else "project")
     event = EntryReinforced(entry_id=eid, at=now_micros(), by_entry_id=entry.entry_id,
                             similarity=min(1.0, round(similarity, 6)), session_id=entry.session_id)
     store.writer.append(stream, lambda: [event], actor=actor)

@@ -9,7 +9,7 @@ from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryN
 from eventstore.timeutil import MAX_MICROS
 from projections import DeletionRecord
 
-from .privacy import counts_by_kind, expired, run_deletion, run_redaction, run_retention
+from .privacy import counts_by_kind, expired, requester, run_deletion, run_redaction, run_retention
 from .purging import purge_deferred
 from .redaction import PATTERNS, Redactor
 from .results import DeletionReport
@@ -88,8 +88,9 @@ def forget(store: Store, user_id: str, key: str, requested_by: str | None = None
     if not found:
         raise MemoryNotFoundError(f"user {uid} has no memory under key {k}")
     criteria = DeletionCriteria(ids=(found[0].memory_id,))
-    return run_deletion(store, criteria, "forgotten at the user's request",
-                        check_id(requested_by or uid, "requested_by"), False)
+    # the user, or any user of the store, is kept as its pseudonym (:mod:`.pseudonym`)
+    who = requester(store, check_id(requested_by or uid, "requested_by"), uid)
+    return run_deletion(store, criteria, "forgotten at the user's request", who, False)
 
 def redact(store: Store, entry_id: str, *, patterns: Iterable[str] | None = None,
            regex: str | None = None, reason: str, requested_by: str,
@@ -100,12 +101,12 @@ def redact(store: Store, entry_id: str, *, patterns: Iterable[str] | None = None
         kinds = tuple(PATTERNS)
     redactor = Redactor(kinds, {"custom": regex} if regex else None)
     return run_redaction(store, check_id(entry_id, "entry id"), redactor, _reason(store, reason),
-                         check_id(requested_by, "requested_by"), defer)
+                         check_id(requested_by, "requested_by"), check_flag(defer, "defer"))
 
 def retention(store: Store, as_of: Any = None, days: dict[str, int] | None = None,
               defer: bool = False) -> DeletionReport | None:
     """Apply per-kind retention (days) as deletions with the reason "retention"."""
-    return run_retention(store, *_retention_policy(store, as_of, days), defer)
+    return run_retention(store, *_retention_policy(store, as_of, days), check_flag(defer, "defer"))
 
 
 def retention_due(store: Store, as_of: Any = None, days: dict[str, int] | None = None) -> dict[str, str]:

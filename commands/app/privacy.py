@@ -51,15 +51,16 @@ from projections import EntryView, StoredEntry
 from . import log as _log
 from .entries import new_id
 from .journal import Held, Journal, PurgeIntent
+from .pseudonym import id_needles, is_pseudonym
 from .purging import purge
 from .redaction import Redactor
 from .results import DeletionReport
-from .selection import Selection, select
+from .selection import Selection, has_filters, select
 from .store import Store
 from .writer import SYSTEM_STREAM
 
-__all__ = ["MIN_SPAN", "counts_by_kind", "expired", "run_deletion", "run_deletions", "run_redaction",
-           "run_retention"]
+__all__ = ["MIN_SPAN", "counts_by_kind", "expired", "requester", "run_deletion", "run_deletions",
+           "run_redaction", "run_retention"]
 
 _RETRY_SECONDS = 10.0  # how long a decision is made again while other system writes come between
 _T = TypeVar("_T")
@@ -77,7 +78,49 @@ def run_deletion(store: Store, criteria: DeletionCriteria, reason: str, requeste
     if defer:
         held.release()
         return report
-    return purge(store, report, held, sel.needles)
+    return purge(store, report, held, sel.needles, _names(criteria))
+
+
+def _names(criteria: DeletionCriteria) -> dict[bytes, bytes]:
+    """The erased user's id, as the purge scans for it, when the request takes
+    the user whole (a narrower one leaves items that name the user)."""
+    uid = criteria.user_id
+    return {} if uid is None or criteria.session_id or has_filters(criteria) else id_needles(uid)
+
+
+def requester(store: Store, who: str, erased: str | None = None) -> str:
+    """The requester as the log keeps it: its pseudonym when it is the user
+    erased (``erased``) or any user of the store, else as given (``dpo``)."""
+    if who == erased or _is_user(store, who):
+        return store.pseudonyms.of(who)
+    return who
+
+
+def _is_user(store: Store, who: str) -> bool:
+    """Whether ``who`` is a user of the store: it has a stream of its own, or a session."""
+    if is_pseudonym(who):
+        return False
+    try:
+        if store.log.stream_version(f"user:{who}") or store.log.stream_version(store.user_stream(who)):
+            return True
+    except InvalidInputError:  # no stream can have that name (a store written before pseudonyms)
+        pass
+    with store.read() as views:
+        return any(s.user_id == who for s in views.sessions())
+
+
+def _request(store: Store, request_id: str, criteria: DeletionCriteria, reason: str,
+             requested_by: str, by_user: bool) -> DeletionRequested:
+    """The request as the log keeps it: a user id (the criteria's, the
+    requester when it is that user or ``by_user``, the erased user's in the
+    reason) as its pseudonym."""
+    uid = criteria.user_id
+    if uid is not None:
+        alias = store.pseudonyms.of(uid)
+        criteria = msgspec.structs.replace(criteria, user_id=alias)
+        reason = reason.replace(uid, alias)
+    by = store.pseudonyms.of(requested_by) if by_user or requested_by == uid else requested_by
+    return DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
 
 
 def _decided(store: Store, attempt: Callable[[int], _T]) -> _T:
@@ -115,18 +158,17 @@ def _tombstone(store: Store, version: int, criteria: DeletionCriteria, reason: s
     counts = counts_by_kind(sel.refs.values())
     tombstone = EntriesDeleted(request_id=request_id, entry_ids=ids, erased_seqs=seqs,
                                counts_by_kind=counts, refs=tuple(sel.refs.values()))
-    asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason,
-                              requested_by=requested_by)
+    asked = _request(store, request_id, criteria, reason, requested_by, _is_user(store, requested_by))
+    in_views = any(k in ("memory", "session") for k in counts) or bool(_names(criteria))
     intent = PurgeIntent(event_id=f"{request_id}.tombstone", request_ids=(request_id,), entry_ids=ids,
-                         views=any(k in ("memory", "session") for k in counts), erased_seqs=seqs,
-                         deferred=defer)
+                         views=in_views, erased_seqs=seqs, deferred=defer)
     held = Journal(store.data_dir).write(intent)
+    by = asked.requested_by
     try:
         crashpoint("delete: append the tombstone")
         results = store.log.append_many([
-            AppendRequest(SYSTEM_STREAM, [asked], requested_by, version),
-            AppendRequest(SYSTEM_STREAM, [tombstone], requested_by, event_ids=[intent.event_id],
-                          erases=seqs)])
+            AppendRequest(SYSTEM_STREAM, [asked], by, version),
+            AppendRequest(SYSTEM_STREAM, [tombstone], by, event_ids=[intent.event_id], erases=seqs)])
     except BaseException:
         _drop_unless_committed(store, held)
         raise
@@ -145,9 +187,11 @@ class _Batch:
         self.refs: dict[str, DeletedRef] = {}
         self.seqs: set[int] = set()
         self.needles: set[bytes] = set()
+        self.names: dict[bytes, bytes] = {}
         self.request_ids: dict[int, str] = {}
 
-    def add(self, index: int, sel: Selection, criteria: DeletionCriteria, reason: str, by: str) -> None:
+    def add(self, store: Store, index: int, sel: Selection, criteria: DeletionCriteria, reason: str,
+            by: str, by_user: bool) -> None:
         """One request: what ``sel`` selects that no earlier request did."""
         refs = {k: v for k, v in sel.refs.items() if k not in self.refs}
         if not refs:
@@ -157,11 +201,12 @@ class _Batch:
         self.refs.update(refs)
         self.seqs.update(mine)
         self.needles |= sel.needles
+        self.names |= _names(criteria)
         tombstone = EntriesDeleted(request_id=request_id, entry_ids=tuple(refs), erased_seqs=mine,
                                    counts_by_kind=counts_by_kind(refs.values()), refs=tuple(refs.values()))
-        asked = DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
-        self.asked += [AppendRequest(SYSTEM_STREAM, [asked], by),
-                       AppendRequest(SYSTEM_STREAM, [tombstone], by, erases=mine)]
+        asked = _request(store, request_id, criteria, reason, by, by_user)
+        self.asked += [AppendRequest(SYSTEM_STREAM, [asked], asked.requested_by),
+                       AppendRequest(SYSTEM_STREAM, [tombstone], asked.requested_by, erases=mine)]
 
 
 def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]],
@@ -173,22 +218,25 @@ def run_deletions(store: Store, requests: Sequence[tuple[DeletionCriteria, str]]
     selected is not selected again."""
     report, held, batch = _decided(store, lambda version: _tombstones(store, version, requests, requested_by,
                                                                       missing_ok))
-    return purge(store, report, held, batch.needles), batch.request_ids
+    return purge(store, report, held, batch.needles, batch.names), batch.request_ids
 
 
 def _tombstones(store: Store, version: int, requests: Sequence[tuple[DeletionCriteria, str]],
                 requested_by: str, missing_ok: bool) -> tuple[DeletionReport, Held, _Batch]:
     """Select every request, journal the intent, and append the requests and tombstones."""
     batch = _Batch()
+    by_user = _is_user(store, requested_by)
     with store.read() as views:
         for index, (criteria, reason) in enumerate(requests):
-            batch.add(index, select(views, criteria, missing_ok), criteria, reason, requested_by)
+            batch.add(store, index, select(views, criteria, missing_ok), criteria, reason, requested_by,
+                      by_user)
     if not batch.refs:
         raise InvalidInputError("the requests select nothing to delete")
     first = next(iter(batch.request_ids.values()))
     intent = PurgeIntent(event_id=f"{first}.tombstone", request_ids=tuple(batch.request_ids.values()),
                          entry_ids=tuple(batch.refs), erased_seqs=tuple(sorted(batch.seqs)),
-                         views=any(r.kind in ("memory", "session") for r in batch.refs.values()))
+                         views=bool(batch.names) or any(r.kind in ("memory", "session")
+                                                        for r in batch.refs.values()))
     # The first tombstone carries the intent's event id: the witness that the transaction committed.
     batch.asked[0] = msgspec.structs.replace(batch.asked[0], expected_version=version)
     batch.asked[1] = msgspec.structs.replace(batch.asked[1], event_ids=[intent.event_id])
@@ -239,6 +287,7 @@ def _redaction(store: Store, version: int, entry_id: str, redactor: Redactor, re
     if not counts:
         raise InvalidInputError(f"no pattern matched in entry {entry_id}; nothing was redacted")
     seqs = sorted({view.recorded_seq, *((view.redacted.seq,) if view.redacted else ())})
+    requested_by = requester(store, requested_by)
     event = EntryRedacted(entry_id=entry_id, target_seq=view.recorded_seq, spans=counts,
                           reason=reason, requested_by=requested_by, redacted=entry,
                           prior=_prior_notes(store, view))

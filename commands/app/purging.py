@@ -52,6 +52,7 @@ from .store import Store
 from .writer import SYSTEM_STREAM
 
 _LABEL = re.compile(r"(nats|raft-log-bound):")  # what a shared log's purge reports
+_STREAM_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,194}")  # an id a plain user stream could name
 
 __all__ = ["finish_interrupted", "pending_purges", "purge", "purge_deferred"]
 
@@ -65,46 +66,90 @@ class _Pass(msgspec.Struct):
     search_s: float = 0.0
 
 
-def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes]) -> DeletionReport:
+def purge(store: Store, report: DeletionReport, held: Held, needles: set[bytes],
+          names: dict[bytes, bytes] | None = None) -> DeletionReport:
     """Purge what ``held``'s intent erased, verify, record ``purge.completed``
-    and drop the intent; return the report with the purge's outcome."""
+    and drop the intent; return the report with the purge's outcome.
+    ``names``: an erased user's id as the scan looks for it (needle -> the
+    id, :func:`.pseudonym.id_needles`), looked for in every file."""
     intent = held.intent
     started = time.perf_counter()
     before = _record_at_head(store)
     everything = intent.everything
     done = _one_pass(store, intent.entry_ids, intent.views or everything, every_shard=everything)
     scan_started = time.perf_counter()
-    scope = purge_scope(done.files)
     texts = {n: n for n in needles} | vector_needles(store, needles)
-    scanned, leaks = _scan(store, texts, scope)
-    findings: tuple[str, ...] = ()
-    action = None
-    if leaks:
-        findings = _where(store, leaks)
-        _log.info("purge found deleted content; purging again", files=len(findings))
-        again = _one_pass(store, (), True, every_shard=True)
-        done.files += again.files
-        more, leaks = _scan(store, {n: texts[n] for n in leaks}, None)
-        scanned += more
-        action = "purged every shard and the views again: " + ("still found" if leaks else "clean")
+    found = _verify(store, done, texts, names or {})
     checks = _structure(store, intent, before)
-    verified = not leaks and all(ok for _, ok in checks)
+    if names:
+        checks.insert(0, _id_check(store, names, found.named))
+    verified = not found.leaks and all(ok for _, ok in checks)
     checks_done = _checks_done(checks, len(needles), len(texts) - len(needles))
     files = _relative(store, done.files)
     total = time.perf_counter() - started
     record = PurgeCompleted(request_ids=intent.request_ids or (intent.event_id,), files_rewritten=files,
-                            bytes_scanned=scanned, verified=verified, seconds=round(total, 6),
-                            checks=checks_done, findings=findings, action=action)
+                            bytes_scanned=found.scanned, verified=verified, seconds=round(total, 6),
+                            checks=checks_done, findings=found.findings, action=found.action)
     crashpoint("purge: record purge.completed")
     seq = store.log.append(SYSTEM_STREAM, [record], actor="purge").last_seq
     held.done()
     _log.info("purge completed", requests=len(record.request_ids), verified=verified, files=len(files))
     return msgspec.structs.replace(
-        report, purged=True, pending=False, verified=verified, bytes_scanned=scanned,
-        files_rewritten=files, seq=seq, checks=checks_done, findings=findings, action=action,
+        report, purged=True, pending=False, verified=verified, bytes_scanned=found.scanned,
+        files_rewritten=files, seq=seq, checks=checks_done, findings=found.findings, action=found.action,
         seconds={"log_compact_s": round(done.log_s, 6), "views_compact_s": round(done.views_s, 6),
                  "index_rebuild_s": round(done.search_s, 6),
                  "verify_s": round(time.perf_counter() - scan_started, 6), "total_s": round(total, 6)})
+
+
+class _Found(msgspec.Struct):
+    """What the verification's scans found: the deleted texts and the id's forms still held."""
+
+    scanned: int = 0
+    leaks: set[bytes] = msgspec.field(default_factory=set)
+    named: set[bytes] = msgspec.field(default_factory=set)
+    findings: tuple[str, ...] = ()
+    action: str | None = None
+
+
+def _verify(store: Store, done: _Pass, texts: dict[bytes, bytes], names: dict[bytes, bytes]) -> _Found:
+    """Scan for the deleted texts (in the files the purge could have left them
+    in) and the erased id's forms (everywhere); when any is found, purge every
+    shard and the views once more and scan for what was found."""
+    found = _Found()
+    scope = purge_scope(done.files)
+    # each file is read once: those in the purge's scope for both, the rest for the id alone
+    found.scanned, hits = _scan(store, {**texts, **names}, scope)
+    more, found.named = _scan(store, names, lambda path: not scope(path))
+    found.scanned += more
+    found.leaks = hits - names.keys()
+    found.named |= hits & names.keys()
+    if not (found.leaks or found.named):
+        return found
+    found.findings = _where(store, found.leaks | found.named)
+    _log.info("purge found deleted content; purging again", files=len(found.findings))
+    again = _one_pass(store, (), True, every_shard=True)
+    done.files += again.files
+    more, found.leaks = _scan(store, {n: texts[n] for n in found.leaks}, None)
+    found.scanned += more
+    more, found.named = _scan(store, {n: names[n] for n in found.named}, None)
+    found.scanned += more
+    left = found.leaks or found.named
+    found.action = "purged every shard and the views again: " + ("still found" if left else "clean")
+    return found
+
+
+def _id_check(store: Store, names: dict[bytes, bytes], named: set[bytes]) -> tuple[str, bool]:
+    """The check of the erased id's scan; when found, whether the headers of
+    a user stream named by the plain id (a store written before pseudonyms)
+    explain it: the chain keeps them."""
+    if not named:
+        return "scan for the erased user's id: found nowhere", True
+    ids = {names[n].decode() for n in named}
+    if any(store.log.stream_version(f"user:{uid}") for uid in ids if _STREAM_SAFE.fullmatch(uid)):
+        return ("scan for the erased user's id: found, in the headers of a user stream written "
+                "before pseudonyms (the chain keeps them)"), False
+    return "scan for the erased user's id: found", False
 
 
 def _checks_done(checks: list[tuple[str, bool]], texts: int, vectors: int) -> tuple[str, ...]:

@@ -68,7 +68,9 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
         kept = reinforce_copy(store, entry, actor)
         if kept is not None:
             return kept
-    target = stream or (f"session:{entry.session_id}" if entry.session_id else f"user:{entry.user_id}")
+    target = stream or (f"session:{entry.session_id}" if entry.session_id
+                        else store.user_stream(entry.user_id, None if event_id is None else [event_id])
+                        if entry.user_id else "user:None")
     store.writer.append(target, lambda: [entry], actor, keeps_live=True,
                         event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
@@ -171,7 +173,7 @@ def set_preference(store: Store, user_id: str, *, key: str, value: str, category
     details = store.entries.preference(key, value, category, confidence)
     return record(store, store.entries.build("preference", f"{details.key}: {details.value}",
                                              session_id=sid, user_id=uid, details=details),
-                  stream=f"user:{uid}")
+                  stream=store.user_stream(uid))
 
 
 def _own_session(store: Store, session_id: str, user_id: str) -> str:
@@ -197,7 +199,7 @@ def change_entry(store: Store, entry_id: str, kinds: Iterable[str], changes: Ent
     if view.kind not in allowed:
         raise InvalidInputError(f"entry {eid} is a {view.kind}, not a {' or '.join(allowed)}")
     stream = (f"session:{view.session_id}" if view.session_id else
-              f"user:{view.user_id}" if view.user_id else PROJECT_STREAM)
+              store.user_stream(view.user_id) if view.user_id else PROJECT_STREAM)
     store.writer.append(stream, lambda: [EntryUpdated(entry_id=eid, changes=changes)])
 
 
@@ -226,8 +228,9 @@ def remember(store: Store, user_id: str, key: str, content: str, session_id: str
     event = MemorySaved(user_id=uid, key=k, content=text, memory_id=mid,
                         session_id=None if session_id is None else _own_session(store, session_id, uid),
                         redactions=counts)
-    store.writer.append(f"user:{uid}", lambda: [event], event_ids=None if event_id is None else [event_id])
-    _log.info("memory saved", user_id=uid, memory_id=mid)
+    ids = None if event_id is None else [event_id]
+    store.writer.append(store.user_stream(uid, ids), lambda: [event], event_ids=ids)
+    _log.info("memory saved", memory_id=mid)
     return mid
 
 

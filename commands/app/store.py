@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
@@ -21,6 +21,7 @@ from projections import Embedder, Projections, ViewReader
 
 from .access import AccessRecorder
 from .entries import EntryFactory
+from .pseudonym import Pseudonyms
 from .redaction import Redactor
 from .settings import Settings
 from .writer import Writer
@@ -64,6 +65,7 @@ class Store:
             require_store(data_dir)
         self.data_dir = data_dir
         self.settings = settings
+        self.pseudonyms = Pseudonyms(data_dir, read_only)  # what the log keeps of a user id
         self.shared = log is not None  # the log is on servers other hosts share (issue 20)
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -113,6 +115,17 @@ class Store:
         append; a summary or compaction may find nothing to write)."""
         if self.read_only:
             raise ReadOnlyError(f"the store is open read-only; {what} would write to it")
+
+    def user_stream(self, user_id: str, event_ids: Sequence[str] | None = None) -> str:
+        """The stream of a user's own writes: ``user:`` and the id's pseudonym
+        (:mod:`.pseudonym`). A client event id already recorded on the stream a
+        store written before pseudonyms used (``user:<id>``) keeps that stream,
+        so that an import run again stays a no-op."""
+        for event_id in event_ids or ():
+            seq = self.log.seq_of(event_id)
+            if seq is not None and self.log.get(seq).stream == f"user:{user_id}":
+                return f"user:{user_id}"
+        return f"user:{self.pseudonyms.of(user_id)}"
 
     def read(self, as_of: int | None = None, search: bool = False) -> contextlib.AbstractContextManager[
             ViewReader]:

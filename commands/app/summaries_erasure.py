@@ -138,7 +138,7 @@ def _resummarise(store: Store, summariser: Summariser, targets: list[_Target], d
                                     source_entry_ids=summary.derived_from, session_id=old.session_id,
                                     request_id=request_id)
         stream = (f"session:{old.session_id}" if old.session_id
-                  else f"user:{old.user_id}" if old.user_id else SYSTEM_STREAM)
+                  else store.user_stream(old.user_id) if old.user_id else SYSTEM_STREAM)
         store.log.append(stream, [summary, event], actor=ACTOR)
         replaced[old.entry_id] = summary.entry_id
         _log.info("summary written again", summary_id=summary.entry_id, replaced=old.entry_id,

@@ -214,7 +214,7 @@ class MemlogStore(_Reader, BaseStore):
     def _append(self, key: str, content: str, counts: dict[str, int]) -> None:
         event = MemorySaved(user_id=self.user_id, key=key, content=content, memory_id=new_id("mem"),
                             redactions=counts)
-        self.mem.store.writer.append(f"user:{self.user_id}", lambda: [event])
+        self.mem.store.writer.append(self.mem.store.user_stream(self.user_id), lambda: [event])
 
     def _save(self, saves: list[PutOp]) -> None:
         """Save the items, their search texts and the anchors of new namespaces

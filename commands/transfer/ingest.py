@@ -233,8 +233,8 @@ def _entry(store: Store, rec: EntryRec) -> tuple[EntryRecorded, str]:
         earlier = _convert(rec.redactions, dict[str, int], "redactions")
         counts = {k: earlier.get(k, 0) + entry.redactions.get(k, 0) for k in {*earlier, *entry.redactions}}
         entry = msgspec.structs.replace(entry, redactions=dict(sorted(counts.items())))
-    if entry.kind == "preference" or (sid is None and entry.user_id is not None):
-        return entry, f"user:{entry.user_id}"
+    if entry.user_id is not None and (entry.kind == "preference" or sid is None):
+        return entry, store.user_stream(entry.user_id, [rec.event_id])
     return entry, f"session:{sid}" if sid is not None else PROJECT_STREAM
 
 
