@@ -35,7 +35,7 @@ class AccessRecorder:
     def __init__(self, log: EventLog, actor: str, interval: float = 1.0, enabled: bool = True) -> None:
         """``enabled=False`` (a read-only store): accesses are not recorded."""
         self._log = log
-        self._actor = actor
+        self.actor = actor
         self._interval = interval
         self._pending: dict[str, None] = {}
         self._at = 0
@@ -71,7 +71,7 @@ class AccessRecorder:
             try:
                 while ids:
                     chunk = ids[:_MAX_IDS]
-                    self._log.append(_STREAM, [EntriesAccessed(entry_ids=chunk, at=at)], actor=self._actor)
+                    self._log.append(_STREAM, [EntriesAccessed(entry_ids=chunk, at=at)], actor=self.actor)
                     written += len(chunk)
                     ids = ids[len(chunk):]
             except BaseException:

@@ -91,6 +91,11 @@ class Store:
         # Called with every entry recorded through the use cases (the life cycle's check on write).
         self.on_recorded: Callable[[EntryRecorded], None] | None = None
 
+    def set_actor(self, actor: str) -> None:
+        """The actor of every write from now on (the store's own and its accesses')."""
+        self.writer.actor = actor
+        self.access.actor = actor
+
     def __enter__(self) -> Self:
         return self
 

@@ -7,6 +7,8 @@ install when it is missing.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from eventstore import UsageError
@@ -27,7 +29,7 @@ _MISSING = "memlog mcp needs the MCP SDK, an extra: pip install 'memlog[mcp]'"
 def mcp(ctx: Context, user_id: str | None, agent_id: str | None, read_only: bool) -> None:
     """Serve the store to an MCP client over stdio (stdout carries the protocol only).
 
-    Events are recorded with the actor mcp[:USER][@AGENT]."""
+    Events are recorded with the actor mcp[:USER][@AGENT], USER as its pseudonym."""
     try:
         from ..mcp import ServerScope, serve
     except ModuleNotFoundError as exc:
@@ -37,7 +39,10 @@ def mcp(ctx: Context, user_id: str | None, agent_id: str | None, read_only: bool
     read_only = read_only or ctx.read_only
     ctx.read_only = read_only  # the store itself refuses writes too (MemoryLog.open(read_only=True))
     scope = ServerScope(user_id, agent_id, read_only)
-    with ctx.memory(create=not read_only, default_actor=scope.actor) as mem:
+    with ctx.memory(create=not read_only) as mem:
+        if user_id is not None and not read_only:  # a read-only server writes no actor
+            scope = replace(scope, alias=mem.store.pseudonyms.of(user_id))
+        mem.store.set_actor(scope.actor)
         who = f"user {user_id}" if user_id else "every user (unscoped admin mode)"
         click.echo(f"memlog mcp: serving {ctx.data_dir} for {who}"
                    f"{' read-only' if read_only else ''} as {scope.actor}", err=True)

@@ -33,6 +33,7 @@ class ServerScope:
     user: str | None = None
     agent: str | None = None
     read_only: bool = False
+    alias: str | None = None  # how the log names the user: its pseudonym (commands.app.pseudonym)
 
     def __post_init__(self) -> None:
         if self.user is not None:
@@ -43,8 +44,11 @@ class ServerScope:
     @property
     def actor(self) -> str:
         """The actor of the server's events, and who requests its deletions:
-        ``mcp``, then ``:USER`` and ``@AGENT`` when given (``mcp:alice@coder``)."""
-        user = f":{self.user}" if self.user is not None else ""
+        ``mcp``, then ``:USER`` and ``@AGENT`` when given (``mcp:alice@coder``);
+        the user as its ``alias`` when one is set, so that the log's headers
+        never hold a user id that an erasure of the user must take."""
+        name = self.alias or self.user
+        user = f":{name}" if name is not None else ""
         agent = f"@{self.agent}" if self.agent is not None else ""
         return f"mcp{user}{agent}"
 
