@@ -100,6 +100,8 @@ class Keyed:
 
     def resync(self, members: list[tuple[int, str]]) -> None:
         """Each member superseded by the next one (the last by none)."""
+        if not members:
+            return
         for (_, eid), after in zip(members, [*members[1:], None], strict=True):
             info = None
             if after is not None:

@@ -99,6 +99,20 @@ def test_erasing_the_newer_one_brings_the_earlier_back(store: Path) -> None:
         assert views_dump(mem) == live
 
 
+def test_deleting_the_only_preference_of_a_key(store: Path) -> None:
+    with MemoryLog.open(store) as mem:
+        only = mem.set_preference("bob", key="k0", value="v0")
+        mem.set_preference("bob", key="k1", value="v1")
+        mem.set_preference("bob", key="k1", value="v2")
+        mem.delete(ids=[only], reason="r", requested_by="bob")
+        report = mem.delete(user_id="bob", reason="r", requested_by="dpo")
+        assert report.counts_by_kind == {"preference": 2} and report.verified
+        assert mem.stats()["skipped"] == []
+        live = views_dump(mem)
+        mem.replay()
+        assert views_dump(mem) == live
+
+
 def test_redacting_a_superseded_preference_keeps_it_superseded(store: Path) -> None:
     with MemoryLog.open(store) as mem:
         old = mem.set_preference("alice", key="contact", value="ring the zqoldline number")
