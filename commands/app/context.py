@@ -129,7 +129,7 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
         sections = gather.sections(query or "")
         # memory resources (issue 17): their blocks, each within its allocation
         extra = resource_sections(store.settings.resources, views, session, budget, count,
-                                  None if as_of is not None else gather.now)
+                                  None if as_of is not None else gather.now, store.alias)
     order, drop_order = _with_resources(extra)
     if session.archived and as_of is None:  # -- upkeep (issue 18): a read restores it
         restore_on_read(store, sid)

@@ -91,6 +91,14 @@ class Store:
         # Called with every entry recorded through the use cases (the life cycle's check on write).
         self.on_recorded: Callable[[EntryRecorded], None] | None = None
 
+    def alias(self, user_id: str) -> str | None:
+        """The pseudonym of ``user_id``; None when a read-only store has no secret
+        yet (then nothing was written under a pseudonym)."""
+        try:
+            return self.pseudonyms.of(user_id)
+        except ReadOnlyError:
+            return None
+
     def set_actor(self, actor: str) -> None:
         """The actor of every write from now on (the store's own and its accesses')."""
         self.writer.actor = actor

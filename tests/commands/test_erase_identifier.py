@@ -291,3 +291,34 @@ def test_the_secret_is_made_once_and_checked(tmp_path: Path) -> None:
     (tmp_path / SECRET_FILE).write_bytes(b"short")
     with pytest.raises(CorruptionError):
         Pseudonyms(tmp_path).of(PHONE)
+
+
+def test_a_resource_keyed_by_the_user_and_an_mcp_server_of_the_user_leave_no_trace(tmp_path: Path) -> None:
+    """A memory resource keyed by ``{user_id}`` is stored under the user's
+    pseudonym, and an MCP server started with ``--user`` writes as the
+    pseudonym: neither leaves the id in the log's stream names or headers."""
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from tests.mcp_client import serve
+
+    data = tmp_path / "store"
+    with MemoryLog.open(data) as mem:
+        _other(mem)
+        mem.declare_resource({"id": "notes", "key": "{user_id}", "token_limit": 1000})
+        handle = mem.resource("notes", user_id=PHONE)
+        handle.append("likes window seats on trains", role="user")
+        sid = mem.start_session(PHONE)
+        assert "window seats" in mem.context(sid).text
+        assert PHONE not in handle.key
+
+    async def talk() -> None:
+        async with serve(data, "--user", PHONE, errlog=tmp_path / "err.log") as c:
+            await c.call("remember", key="seat", content="aisle on planes")
+
+    asyncio.run(talk())
+    with MemoryLog.open(data) as mem:
+        report = mem.delete(user_id=PHONE, reason="gdpr", requested_by="dpo")
+        assert report.verified, report.findings
+    assert _scan(data, PHONE) == {}
+    assert PHONE not in _outputs(data)

@@ -43,8 +43,8 @@ from ..summarise import ExtractiveSummariser, Summariser, check_summary
 from ..validate import check_choice, check_id
 from ..writer import SYSTEM_STREAM
 from .policy import Item, expired, plan_evictions, plan_flush, total
-from .reading import ResourceMessage, find_spec, live_items, to_item, to_message, token_count
-from .spec import blocks_of, default_block, instance_key, stream_of
+from .reading import ResourceMessage, find_spec, live_items, stored_key, to_item, to_message, token_count
+from .spec import blocks_of, default_block, stream_of
 
 __all__ = ["ResourceHandle"]
 
@@ -61,10 +61,10 @@ class ResourceHandle:
         self.user_id = None if user_id is None else check_id(user_id, "user id")
         self.session_id = None if session_id is None else check_id(session_id, "session id")
         self.agent_id = None if agent_id is None else check_id(agent_id, "agent id")
+        values = {"user_id": self.user_id, "session_id": self.session_id, "agent_id": self.agent_id}
         with store.read() as views:
             self.spec: ResourceSpec = find_spec(store.settings.resources, views, resource_id)
-        self.key = instance_key(self.spec, {"user_id": self.user_id, "session_id": self.session_id,
-                                              "agent_id": self.agent_id})
+            self.key = stored_key(views, self.spec, values, store.alias)
         self.stream = stream_of(self.key)
         self.summariser = summariser
         self._blocks = {b.name for b in blocks_of(self.spec)}

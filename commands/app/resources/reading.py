@@ -3,7 +3,7 @@ its live items, resolved from the views."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -12,9 +12,30 @@ from eventstore import SHOWN_STATES, InvalidInputError, ResourceSpec, format_mic
 from projections import EntryView, ResourceItem, ViewReader
 
 from .policy import Item
-from .spec import check_spec
+from .spec import check_spec, instance_key, key_fields
 
-__all__ = ["ResourceMessage", "find_spec", "live_items", "specs", "to_message", "token_count"]
+__all__ = ["ResourceMessage", "find_spec", "live_items", "specs", "stored_key", "to_message", "token_count"]
+
+# A user id's pseudonym (commands.app.pseudonym), or None when the store has none.
+Alias = Callable[[str], str | None]
+
+
+def stored_key(views: ViewReader, spec: ResourceSpec, values: Mapping[str, str | None], alias: Alias) -> str:
+    """The key an instance is stored under: its template filled with ``values``,
+    ``{user_id}`` as the user's pseudonym, so that the log's stream names and
+    events never hold a user id an erasure must take. An instance that a store
+    written before pseudonyms holds under the plain id keeps that key."""
+    user = values.get("user_id")
+    plain = instance_key(spec, values)
+    if user is None or "user_id" not in key_fields(spec.key):
+        return plain
+    name = alias(user)
+    if name is None:
+        return plain
+    key = instance_key(spec, {**values, "user_id": name})
+    if views.resource_state(key) is None and views.resource_state(plain) is not None:
+        return plain
+    return key
 
 
 def token_count(text: str) -> int:

@@ -24,8 +24,8 @@ from eventstore import InvalidInputError, ResourceSpec
 from projections import SessionView, ViewReader
 
 from ..fitting import Section
-from .reading import live_items, specs
-from .spec import block_budgets, blocks_of, instance_key, key_fields
+from .reading import Alias, live_items, specs, stored_key
+from .spec import block_budgets, blocks_of, key_fields
 
 __all__ = ["resource_sections", "session_values"]
 
@@ -38,15 +38,17 @@ def session_values(session: SessionView) -> dict[str, str | None]:
 
 
 def resource_sections(configured: Iterable[ResourceSpec], views: ViewReader, session: SessionView,
-                      budget: int, count: Callable[[str], int], now: int | None) -> list[Section]:
-    """One section per non-empty block of every resource the session fills, newest items that fit."""
+                      budget: int, count: Callable[[str], int], now: int | None,
+                      alias: Alias) -> list[Section]:
+    """One section per non-empty block of every resource the session fills, newest
+    items that fit; ``alias`` gives a user id's pseudonym (:func:`.reading.stored_key`)."""
     out: list[Section] = []
     values = session_values(session)
     for spec in specs(configured, views).values():
         if session.user_id and not (spec.shared or _owned(spec)):
             continue
         try:
-            key = instance_key(spec, values)
+            key = stored_key(views, spec, values, alias)
         except InvalidInputError:
             continue
         items = live_items(views, key, spec, now)
