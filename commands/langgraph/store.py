@@ -16,7 +16,6 @@ deletion request (one purge).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import weakref
@@ -48,6 +47,7 @@ from ..app import DeletionReport, HistoryItem
 from ..app.entries import new_id
 from ..app.validate import check_content, check_id
 from ..memory import MemoryLog
+from .batching import Coalescer
 from .documents import (
     NOT_INDEXED,
     Namespace,
@@ -183,6 +183,7 @@ class MemlogStore(_Reader, BaseStore):
         self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
                                                                          **overrides)
         self._lock = _lock_of(self.mem)
+        self._coalescer = Coalescer(self.batch)
         self._reports: list[DeletionReport] = []
 
     def __repr__(self) -> str:
@@ -209,8 +210,8 @@ class MemlogStore(_Reader, BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread; concurrent calls share a batch (:mod:`.batching`)."""
+        return await self._coalescer.submit(list(ops))
 
     # -- writes -------------------------------------------------------------
 
@@ -349,6 +350,7 @@ class MemlogStoreAsOf(_Reader, BaseStore):
         self.point = store.mem.as_of(point)
         self.seq: int = self.point.seq
         self._lock = store._lock
+        self._coalescer = Coalescer(self.batch)
 
     def _seq(self) -> int | None:
         return self.seq
@@ -367,5 +369,5 @@ class MemlogStoreAsOf(_Reader, BaseStore):
             return self._read(checked)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread; concurrent calls share a batch (:mod:`.batching`)."""
+        return await self._coalescer.submit(list(ops))
