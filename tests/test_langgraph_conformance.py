@@ -214,3 +214,20 @@ def test_a_bad_call_among_concurrent_calls_fails_alone(tmp_path: Path) -> None:
         assert good is None and isinstance(bad, InvalidInputError)
         item = store.get(("kb",), "good")
         assert item is not None and item.value == {"v": 1} and store.get(("kb",), "bad") is None
+
+
+def test_a_users_store_objects_share_the_vectors(tmp_path: Path) -> None:
+    """for_user gives stores that share the vectors: an item's text is embedded once."""
+    seen: list[str] = []
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        seen.extend(texts)
+        return letters(texts)
+
+    with MemlogStore(tmp_path / "s", embedder=None, index={"dims": 26, "embed": counting}) as store:
+        store.for_user("ann").put(("kb",), "doc", {"text": "pear"})
+        for _ in range(3):
+            hits = store.for_user("ann").search(("kb",), query="pea")
+            assert [h.key for h in hits] == ["doc"] and hits[0].score is not None
+        assert seen.count('{"text": "pear"}') == 1
+        assert store.for_user("bob").search(("kb",), query="pea") == []

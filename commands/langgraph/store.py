@@ -75,8 +75,20 @@ _RANK_LIMIT = 1000  # memlog's search returns at most this many hits
 _LOCKS: weakref.WeakKeyDictionary[MemoryLog, threading.RLock] = weakref.WeakKeyDictionary()
 
 
+# The per-field vectors of one open memlog, by user and model: the store objects of
+# one user (for_user in every graph run) share them, so an item is embedded once.
+_VECTORS: weakref.WeakKeyDictionary[MemoryLog, dict[tuple[str, int], FieldVectors]] = (
+    weakref.WeakKeyDictionary())
+
+
 def _lock_of(mem: MemoryLog) -> threading.RLock:
     return _LOCKS.setdefault(mem, threading.RLock())
+
+
+def _vectors_of(mem: MemoryLog, user_id: str, embed: object, embeddings: Embeddings) -> FieldVectors:
+    with _lock_of(mem):
+        held = _VECTORS.setdefault(mem, {})
+        return held.setdefault((user_id, id(embed)), FieldVectors(embeddings))
 
 
 def _fields(index: IndexConfig | None) -> list[str]:
@@ -176,12 +188,13 @@ class MemlogStore(_Reader, BaseStore):
         self.fields: list[str] = _fields(self.index_config)
         embed = self.index_config.get("embed") if self.index_config else None
         self.embeddings: Embeddings | None = None if embed is None else ensure_embeddings(embed)
-        self.vectors = None if self.embeddings is None or search_mode else FieldVectors(self.embeddings)
         self._owned = not isinstance(path, MemoryLog)
         if self.index_config and embed is not None and embedder == "default" and self._owned:
             embedder = IndexEmbedder(self.index_config)
         self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
                                                                          **overrides)
+        self.vectors = (None if self.embeddings is None or search_mode
+                        else _vectors_of(self.mem, self.user_id, embed, self.embeddings))
         self._lock = _lock_of(self.mem)
         self._coalescer = Coalescer(self.batch)
         self._reports: list[DeletionReport] = []
