@@ -276,8 +276,8 @@ def fake_embed(texts: list[str]) -> list[list[float]]:
 
 
 def test_the_index_embed_becomes_memlogs_embedder(tmp_path: Path) -> None:
-    """index={"dims", "embed"}: memlog's hybrid search uses that model, so a
-    query finds an item that shares no word with it."""
+    """index={"dims", "embed"}: memlog's search uses that model, and a query
+    ranks by its cosine (LangGraph's score), so it finds an item that shares no word with it."""
     pytest.importorskip("numpy")
     index: Any = {"dims": 4, "embed": fake_embed}
     with MemlogStore(tmp_path / "store", index=index) as store:
@@ -285,7 +285,7 @@ def test_the_index_embed_becomes_memlogs_embedder(tmp_path: Path) -> None:
         store.put(("kb",), "ride", {"text": "a red car"})
         store.put(("kb",), "cup", {"text": "green tea"})
         hits = store.search(("kb",), query="automobile")
-        assert [(h.key, h.score is not None) for h in hits] == [("ride", True), ("cup", False)]
+        assert [(h.key, h.score) for h in hits] == [("ride", pytest.approx(1.0)), ("cup", 0.0)]
 
 
 # -- privacy, scope, audit ---------------------------------------------------------

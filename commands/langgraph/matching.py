@@ -4,6 +4,8 @@
 out here (and the differential test holds the two to the same answers):
 
 - a filter is a dict ``{field: condition}``; every field must match. A
+  field is a key of the value, or else a dotted path into nested dicts
+  (``user.role``, as LangGraph's SQL stores read it). A
   condition is a plain value (equality; a dict without ``$`` keys matches a
   nested dict field by field, a list matches element by element) or a dict of
   operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (the order
@@ -27,7 +29,21 @@ def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -
     """Whether an item's value passes a search filter."""
     if not filter:
         return True
-    return all(_compare(value.get(field), wanted) for field, wanted in filter.items())
+    return all(_compare(_field(value, field), wanted) for field, wanted in filter.items())
+
+
+def _field(value: Mapping[str, Any], field: str) -> Any:
+    """The value's ``field``: the key itself when the value has it (as
+    ``InMemoryStore`` reads it), else a dotted path into nested dicts (as
+    LangGraph's SQL stores read ``user.role``); None when missing."""
+    if field in value or "." not in field:
+        return value.get(field)
+    found: Any = value
+    for part in field.split("."):
+        if not isinstance(found, Mapping) or part not in found:
+            return None
+        found = found[part]
+    return found
 
 
 def _compare(actual: Any, wanted: Any) -> bool:

@@ -34,7 +34,7 @@ from .documents import (
 )
 from .matching import matches_filter
 
-__all__ = ["Ranker", "Snapshot", "anchor_id", "load", "lookup", "search", "to_item"]
+__all__ = ["Ranker", "Snapshot", "anchor_id", "candidates", "load", "lookup", "page", "search", "to_item"]
 
 # query -> [(memory id, score)], best first
 Ranker = Callable[[str], list[tuple[str, float]]]
@@ -148,14 +148,22 @@ def _ranked(snapshot: Snapshot, candidates: list[Stored], query: str,
     return first + [(item, None) for item in candidates if id(item) not in taken]
 
 
-def search(snapshot: Snapshot, op: SearchOp, rank: Ranker | None) -> list[SearchItem]:
-    """A search op's page: namespace prefix, filter, query ranking, offset and limit."""
-    n = len(op.namespace_prefix)
-    candidates = [item for item in snapshot.ordered()
-                  if item.namespace[:n] == op.namespace_prefix and matches_filter(item.value, op.filter)]
-    if op.query and rank is not None:
-        scored = _ranked(snapshot, candidates, op.query, rank)
-    else:
-        scored = [(item, None) for item in candidates]
+def candidates(snapshot: Snapshot, op: SearchOp) -> list[Stored]:
+    """The items under the op's namespace prefix that pass its filter, in store order."""
+    prefix = tuple(op.namespace_prefix)  # a list is accepted too, as LangGraph's stores do
+    n = len(prefix)
+    return [item for item in snapshot.ordered()
+            if item.namespace[:n] == prefix and matches_filter(item.value, op.filter)]
+
+
+def page(scored: list[tuple[Stored, float | None]], op: SearchOp) -> list[SearchItem]:
+    """The op's page (offset and limit) of ranked items."""
     return [_search_item(item, score) for item, score in scored[op.offset: op.offset + op.limit]]
 
+
+def search(snapshot: Snapshot, op: SearchOp, rank: Ranker | None) -> list[SearchItem]:
+    """A search op's page: namespace prefix, filter, query ranking, offset and limit."""
+    found = candidates(snapshot, op)
+    if op.query and rank is not None:
+        return page(_ranked(snapshot, found, op.query, rank), op)
+    return page([(item, None) for item in found], op)

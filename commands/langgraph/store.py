@@ -16,7 +16,6 @@ deletion request (one purge).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import weakref
@@ -24,8 +23,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -36,6 +36,7 @@ from langgraph.store.base import (
     PutOp,
     Result,
     SearchOp,
+    ensure_embeddings,
     validate_op_namespace,
 )
 
@@ -46,6 +47,7 @@ from ..app import DeletionReport, HistoryItem
 from ..app.entries import new_id
 from ..app.validate import check_content, check_id
 from ..memory import MemoryLog
+from .batching import Coalescer
 from .documents import (
     NOT_INDEXED,
     Namespace,
@@ -60,7 +62,8 @@ from .documents import (
 )
 from .embedding import IndexEmbedder
 from .matching import list_namespaces
-from .reading import Ranker, Snapshot, anchor_id, load, lookup, search, to_item
+from .reading import Ranker, Snapshot, anchor_id, candidates, load, lookup, page, search, to_item
+from .vectors import FieldVectors, field_texts
 
 __all__ = ["DEFAULT_USER", "MemlogStore", "MemlogStoreAsOf"]
 
@@ -72,8 +75,27 @@ _RANK_LIMIT = 1000  # memlog's search returns at most this many hits
 _LOCKS: weakref.WeakKeyDictionary[MemoryLog, threading.RLock] = weakref.WeakKeyDictionary()
 
 
+# The per-field vectors of one open memlog, by user and model: the store objects of
+# one user (for_user in every graph run) share them, so an item is embedded once.
+_VECTORS: weakref.WeakKeyDictionary[MemoryLog, dict[tuple[str, int], FieldVectors]] = (
+    weakref.WeakKeyDictionary())
+
+
 def _lock_of(mem: MemoryLog) -> threading.RLock:
     return _LOCKS.setdefault(mem, threading.RLock())
+
+
+def _vectors_of(mem: MemoryLog, user_id: str, embed: object, embeddings: Embeddings) -> FieldVectors:
+    with _lock_of(mem):
+        held = _VECTORS.setdefault(mem, {})
+        return held.setdefault((user_id, id(embed)), FieldVectors(embeddings))
+
+
+def _fields(index: IndexConfig | None) -> list[str]:
+    """The paths an item is indexed on by default (``fields``, or ``text_fields``)."""
+    config: dict[str, Any] = dict(index or {})
+    fields = config.get("fields") or config.get("text_fields") or ["$"]
+    return [fields] if isinstance(fields, str) else list(fields)
 
 
 def _check_ops(ops: Iterable[Op]) -> list[Op]:
@@ -82,11 +104,9 @@ def _check_ops(ops: Iterable[Op]) -> list[Op]:
         if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
             raise ValueError(f"Unknown operation type: {type(op)}")
         validate_op_namespace(op)
+        # put() refuses a "langgraph" root too; a batch lets it through, as LangGraph's stores do
         if isinstance(op, PutOp) and op.value is not None and not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if isinstance(op, PutOp) and op.value is not None and op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". '
-                                        f"Got: {op.namespace}")
     return checked
 
 
@@ -96,6 +116,7 @@ class _Reader:
     mem: MemoryLog
     user_id: str
     search_mode: str | None
+    vectors: FieldVectors | None
 
     def _seq(self) -> int | None:
         return None
@@ -107,8 +128,10 @@ class _Reader:
 
     def _read(self, ops: Sequence[Op]) -> list[Result]:
         """The results of the reads (None for the puts), against one snapshot."""
-        ranked = {op.query: self._rank(op.query) if has_words(op.query) else [] for op in ops
-                  if isinstance(op, SearchOp) and op.query}
+        queries = [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+        vectors = self.vectors
+        query_vectors = vectors.query_vectors(queries) if vectors is not None else {}
+        ranked = {} if vectors is not None else {q: self._rank(q) if has_words(q) else [] for q in queries}
         rank: Ranker = ranked.__getitem__
         results: list[Result] = []
         snapshot: Snapshot | None = None
@@ -122,7 +145,9 @@ class _Reader:
                     results.append(None)
                     continue
                 snapshot = snapshot or load(views, self.user_id, self._seq())
-                if isinstance(op, SearchOp):
+                if isinstance(op, SearchOp) and vectors is not None and op.query:
+                    results.append(page(vectors.rank(candidates(snapshot, op), query_vectors[op.query]), op))
+                elif isinstance(op, SearchOp):
                     results.append(search(snapshot, op, rank))
                 else:
                     results.append(list_namespaces(snapshot.namespaces(), op))
@@ -135,12 +160,18 @@ class MemlogStore(_Reader, BaseStore):
     ``path``: a store directory (opened like ``MemoryLog.open(path)``, keyword
     ``overrides`` are its settings) or an open :class:`~commands.MemoryLog`
     (then closing this store leaves it open). ``index``: LangGraph's
-    ``IndexConfig``; its ``fields`` (default ``["$"]``, the whole value) say
-    what a query is matched against; its ``embed`` and ``dims`` become the
-    memlog's embedder (:class:`.embedding.IndexEmbedder`) unless ``embedder``
-    is given (or ``path`` is an open memlog, whose embedder stays). memlog
-    ranks with its own search: text, or hybrid when an embedder is installed;
-    ``search_mode`` forces one.
+    ``IndexConfig``; its ``fields`` (default ``["$"]``, the whole value;
+    ``text_fields``, the sqlite store's spelling, is read too) say what a
+    query is matched against. With an ``embed``, a query ranks as LangGraph's
+    stores rank it, by the cosine of the query's vector with the item's
+    per-field vectors, and that cosine is the score (:mod:`.vectors`); the
+    ``embed`` and ``dims`` also become the memlog's embedder
+    (:class:`.embedding.IndexEmbedder`) unless ``embedder`` is given (or
+    ``path`` is an open memlog, whose embedder stays). Without one, memlog
+    ranks with its own search: text, or hybrid when an embedder is
+    installed. ``search_mode`` forces memlog's search, in that mode.
+    ``index_config`` and ``embeddings`` are the attributes LangGraph's stores
+    have (None without an index, or without an ``embed``).
     """
 
     supports_ttl: bool = False
@@ -153,13 +184,19 @@ class MemlogStore(_Reader, BaseStore):
         if search_mode not in (None, *SEARCH_MODES):
             raise InvalidInputError(f"search_mode must be one of {', '.join(SEARCH_MODES)} or None")
         self.search_mode = search_mode
-        self.fields: list[str] = list((index or {}).get("fields") or ["$"])
+        self.index_config: IndexConfig | None = cast(IndexConfig, dict(index)) if index else None
+        self.fields: list[str] = _fields(self.index_config)
+        embed = self.index_config.get("embed") if self.index_config else None
+        self.embeddings: Embeddings | None = None if embed is None else ensure_embeddings(embed)
         self._owned = not isinstance(path, MemoryLog)
-        if index and index.get("embed") is not None and embedder == "default":
-            embedder = IndexEmbedder(index)
+        if self.index_config and embed is not None and embedder == "default" and self._owned:
+            embedder = IndexEmbedder(self.index_config)
         self.mem = path if isinstance(path, MemoryLog) else MemoryLog.open(path, embedder=embedder,
                                                                          **overrides)
+        self.vectors = (None if self.embeddings is None or search_mode
+                        else _vectors_of(self.mem, self.user_id, embed, self.embeddings))
         self._lock = _lock_of(self.mem)
+        self._coalescer = Coalescer(self.batch)
         self._reports: list[DeletionReport] = []
 
     def __repr__(self) -> str:
@@ -168,7 +205,7 @@ class MemlogStore(_Reader, BaseStore):
     def for_user(self, user_id: str) -> MemlogStore:
         """A store on the same open memlog for another user (closing it leaves the memlog open)."""
         return MemlogStore(self.mem, user_id=user_id, search_mode=self.search_mode,
-                           index={"fields": list(self.fields)})
+                           index=self.index_config or {"fields": list(self.fields)})
 
     # -- BaseStore ----------------------------------------------------------
 
@@ -186,8 +223,8 @@ class MemlogStore(_Reader, BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread; concurrent calls share a batch (:mod:`.batching`)."""
+        return await self._coalescer.submit(list(ops))
 
     # -- writes -------------------------------------------------------------
 
@@ -201,15 +238,17 @@ class MemlogStore(_Reader, BaseStore):
             if report is not None:
                 self._reports.append(report)
 
-    def _contents(self, op: PutOp, counts: dict[str, int]) -> tuple[str, str]:
-        """The item's document and search text (the value redacted first)."""
+    def _contents(self, op: PutOp, counts: dict[str, int]) -> tuple[str, str, list[str]]:
+        """The item's document, search text and the texts its vectors are made
+        of (none for ``index=False``), the value redacted first."""
         redactor = self.mem.store.entries.redactor
         value = op.value if redactor is None else redact_value(op.value, lambda s: redactor.redact(s, counts))
         index = None if op.index is False else list(op.index or self.fields)
         document = encode_item(op.namespace, op.key, value or {}, index)
         text = NOT_INDEXED if index is None else index_text(value or {}, index)
         limit = self.mem.settings.max_content_bytes
-        return check_content(document, "value", limit), check_content(text, "indexed text", limit)
+        texts = [] if index is None or self.vectors is None else field_texts(value or {}, index)
+        return check_content(document, "value", limit), check_content(text, "indexed text", limit), texts
 
     def _append(self, key: str, content: str, counts: dict[str, int]) -> None:
         event = MemorySaved(user_id=self.user_id, key=key, content=content, memory_id=new_id("mem"),
@@ -219,10 +258,14 @@ class MemlogStore(_Reader, BaseStore):
     def _save(self, saves: list[PutOp]) -> None:
         """Save the items, their search texts and the anchors of new namespaces
         in one transaction (everything checked before anything is written)."""
-        contents = []
+        contents, embedded = [], []
         for op in saves:
             counts: dict[str, int] = {}
-            contents.append((op, *self._contents(op, counts), counts))
+            document, text, texts = self._contents(op, counts)
+            contents.append((op, document, text, counts))
+            embedded.append(((op.namespace, op.key), texts))
+        # the vectors are made before anything is written: a failing model writes nothing
+        rows = self.vectors.prepare(embedded) if self.vectors is not None else {}
         namespaces = {op.namespace for op in saves}
         with self.mem.store.read() as views:
             anchored = {ns for ns in namespaces if anchor_id(views, self.user_id, ns) is not None}
@@ -233,6 +276,8 @@ class MemlogStore(_Reader, BaseStore):
                     anchored.add(op.namespace)
                 self._append(item_key(op.namespace, op.key), document, counts)
                 self._append(search_key(op.namespace, op.key), text, {})
+        if self.vectors is not None:
+            self.vectors.remember(rows)
 
     def _delete(self, gone: list[tuple[Namespace, str]]) -> DeletionReport | None:
         """Delete the items, their search texts (a forget by hand takes them
@@ -241,6 +286,8 @@ class MemlogStore(_Reader, BaseStore):
         with self.mem.store.read() as views:
             snap = load(views, self.user_id, None)
         pairs = list(dict.fromkeys(gone))
+        if self.vectors is not None:
+            self.vectors.forget(pairs)
         found = [pair for pair in pairs if pair in snap.items]
         left = Counter(ns for ns, _ in snap.items) - Counter(ns for ns, _ in found)
         ids = [snap.items[pair].memory_id for pair in found]
@@ -310,9 +357,13 @@ class MemlogStoreAsOf(_Reader, BaseStore):
 
     def __init__(self, store: MemlogStore, point: datetime | str | int) -> None:
         self.mem, self.user_id, self.search_mode = store.mem, store.user_id, store.search_mode
+        self.index_config, self.embeddings = store.index_config, store.embeddings
+        # its own vectors: the values as of the point may differ from the current ones
+        self.vectors = None if store.vectors is None else FieldVectors(store.vectors.embeddings)
         self.point = store.mem.as_of(point)
         self.seq: int = self.point.seq
         self._lock = store._lock
+        self._coalescer = Coalescer(self.batch)
 
     def _seq(self) -> int | None:
         return self.seq
@@ -331,5 +382,5 @@ class MemlogStoreAsOf(_Reader, BaseStore):
             return self._read(checked)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread; concurrent calls share a batch (:mod:`.batching`)."""
+        return await self._coalescer.submit(list(ops))
