@@ -271,7 +271,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions of each")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
-    return run_main(parser.parse_args(argv), run, table, "bench-recall-")
+    parser.add_argument("--precision-off", action="store_true",
+                        help="the search's precision levers off (the earlier behaviour, for a before figure)")
+    parser.add_argument("--set", action="append", help="a lever for one measurement: tuning.NAME=VALUE "
+                        "or fusion.NAME=VALUE (see projections.search.rank.Tuning and fusion.Fusion)")
+    args = parser.parse_args(argv)
+    if args.precision_off:
+        precision_off()
+    for setting in args.set or ():  # name=value of rank.TUNING or fusion.FUSION (a measurement's lever)
+        set_lever(setting)
+    return run_main(args, run, table, "bench-recall-")
+
+
+def set_lever(setting: str) -> None:
+    """Set one of the ranking's levers from ``tuning.NAME=VALUE`` or ``fusion.NAME=VALUE``."""
+    from projections.search.fusion import FUSION
+    from projections.search.rank import TUNING
+
+    name, _, value = setting.partition("=")
+    where, _, field = name.partition(".")
+    target = {"tuning": TUNING, "fusion": FUSION}[where]
+    old = getattr(target, field)
+    setattr(target, field, value if isinstance(old, str) else type(old)(json.loads(value)))
+
+
+def precision_off() -> None:
+    """Switch the precision levers off: identifiers matched like other words,
+    no coverage rule, the whole query embedded, scores as shares of the best."""
+    from projections.search.fusion import FUSION
+    from projections.search.rank import TUNING
+
+    TUNING.identifiers = TUNING.cover_all = False
+    FUSION.meaning = False
+    FUSION.scores = "shares"
 
 
 if __name__ == "__main__":
