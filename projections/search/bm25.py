@@ -36,7 +36,7 @@ from .index import SearchIndex
 from .terms import terms
 
 __all__ = ["K1", "B", "Stats", "collect_stats", "doc_freq", "forget_texts", "held_text_score", "idf_of",
-           "near", "score_text", "text_score"]
+           "near", "score_text", "term_counts", "text_score"]
 
 T = TypeVar("T")
 
@@ -143,6 +143,11 @@ def held_text_score(holder: T, text_of: Callable[[T], str], stats: Stats) -> flo
             _HELD.clear()
         _HELD[id(holder)] = (holder, found)
     return _score(found[0], found[1], stats) if found[0] else 0.0
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """The index terms of ``text`` with their counts (memoised by the text)."""
+    return _counts(text)[1]
 
 
 def _counts(text: str) -> tuple[int, dict[str, int]]:

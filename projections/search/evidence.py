@@ -27,13 +27,14 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ..models import EntryView, MemoryView
-from .bm25 import Stats, doc_freq, idf_of, near
+from .bm25 import FUZZY_WEIGHT, Stats, doc_freq, idf_of, near, term_counts
 from .identifiers import EDGE, holds, is_identifier
 from .index import memory_text, searchable_text
 from .signals import with_text
 from .terms import terms
 
-__all__ = ["Evidence", "covers_all", "ends_in_identifier", "evidence_of", "group_score", "weighed"]
+__all__ = ["Evidence", "coverage", "covers_all", "ends_in_identifier", "evidence_of", "group_score",
+           "text_of", "weighed"]
 
 C = TypeVar("C", bound=tuple)  # a ranking candidate: a named tuple (text score, ..., view)
 
@@ -74,6 +75,25 @@ def group_score(text: str, evidence: Evidence) -> float:
     return sum(weight for group, weight in evidence.groups if holds(found, group))
 
 
+def coverage(text: str, evidence: Evidence, stats: Stats) -> float:
+    """The share of the query's weight (its words' idfs, :attr:`Evidence.ideal`)
+    that ``text`` holds: a word itself, the last word by an indexed word it
+    begins, a word in no document by a near word (at the fuzzy weight), a
+    several-word identifier in order. 1 when it holds every query word."""
+    held = term_counts(text)
+    last = evidence.words[-1] if evidence.words else None
+    total = 0.0
+    for word in evidence.words:
+        weight = stats.idf.get(word) or idf_of(stats.docs, 0)
+        fuzzy = stats.fuzzy.get(word)
+        if word in held or (word == last and any(e in held for e in evidence.expansions)):
+            total += weight
+        elif fuzzy is not None and any(near(word, token, fuzzy[0]) for token in held):
+            total += FUZZY_WEIGHT * weight
+    total += group_score(text, evidence)
+    return min(1.0, total / evidence.ideal)
+
+
 def covers_all(text: str, evidence: Evidence, stats: Stats) -> bool:
     """Whether ``text`` covers every query word: the word itself, a near word
     (a word in no document, matched fuzzily) or, for the last, an indexed
@@ -90,9 +110,10 @@ def covers_all(text: str, evidence: Evidence, stats: Stats) -> bool:
 
 
 def weighed(candidates: list[C], evidence: Evidence, stats: Stats, cover_all: bool = True) -> list[C]:
-    """The text candidates with what their several-word identifiers earn and,
-    when no query word is in any document (and ``cover_all``), those that do
-    not cover every word with a text score of 0. A candidate is a named
+    """The text candidates with what their several-word identifiers earn,
+    without those left with no text score (one piece of an identifier alone)
+    and, when no query word is in any document (and ``cover_all``), without
+    those that do not cover every word. A candidate is a named
     tuple whose first field is its text score and last its view."""
     strict = evidence.strict and cover_all
     if not evidence.groups and not strict:
@@ -101,8 +122,8 @@ def weighed(candidates: list[C], evidence: Evidence, stats: Stats, cover_all: bo
     for c in candidates:
         text = text_of(c[-1])
         score = c[0] + group_score(text, evidence)
-        if strict and not covers_all(text, evidence, stats):
-            score = 0.0
+        if score <= 0 or (strict and not covers_all(text, evidence, stats)):
+            continue  # no evidence: not a candidate (nor a neighbour's or a session's)
         out.append(c if score == c[0] else with_text(c, score))
     return out
 

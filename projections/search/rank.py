@@ -33,7 +33,7 @@ from ..views import ViewReader
 from ..views.current import current_rows
 from .bm25 import Stats, collect_stats, held_text_score, text_score
 from .cache import SearchCache, cached_reads
-from .evidence import Evidence, ends_in_identifier, evidence_of, weighed
+from .evidence import Evidence, coverage, ends_in_identifier, evidence_of, text_of, weighed
 from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
 from .identifiers import split_query
 from .index import SearchIndex, memory_text, searchable_text
@@ -122,8 +122,10 @@ def _rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int 
     if evidence is not None and stats is not None:
         candidates = weighed(candidates, evidence, stats, TUNING.cover_all)
     near = {} if mode == "text" else nearest(query, as_of, embedder, vectors, FUSION.depth)
+    # (an identifier of several words counts as one word: a lookup)
+    looked_up = len(set(part.plain)) + (0 if evidence is None else len(part.groups))
     fetch = TUNING.neighbour and stats is not None and bool(TUNING.neighbour_fetch) and \
-        len(set(words)) >= TUNING.neighbour_words
+        looked_up >= TUNING.neighbour_words
     adjacent = _adjacent_seqs(candidates, near) if fetch else {}
     # One Tantivy pass checks the query's filters for the semantic candidates
     # and the neighbours together.
@@ -132,9 +134,10 @@ def _rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int 
     candidates += _others(views, {h.rseq for h in hits}, semantic, adjacent, ok, stats, now)
     if stats is not None:
         candidates = _signals(candidates, query.text)
-    scored = _relevance(candidates, evidence, semantic, mode)
-    scored = [(c, r) for c, r in scored if r >= query.min_relevance]
-    if query.sort != "relevance":
+    by_relevance = query.sort == "relevance"
+    scored = _relevance(candidates, part, semantic, mode, query.min_relevance,
+                        query.limit if by_relevance else None)
+    if not by_relevance:
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
 
@@ -145,6 +148,7 @@ class _TextPart(NamedTuple):
     the global statistics and the evidence yardsticks."""
 
     plain: list[str]
+    groups: list[tuple[str, ...]]
     stems: list[str]
     exact: frozenset[str]
     expansions: tuple[str, ...]
@@ -164,7 +168,7 @@ def _text_part(index: SearchIndex, searchers: list[tuple[int, Any]], query: Sear
     stats = collect_stats(index, searchers, [*stems, *expansions], TUNING.fuzzy, exact) if words else None
     evidence = None if stats is None else evidence_of(
         searchers, stats, stems, [tuple(stem_all(list(g))) for g in multi], expansions)
-    return _TextPart(plain, stems, exact, expansions, stats, evidence)
+    return _TextPart(plain, list(multi), stems, exact, expansions, stats, evidence)
 
 
 def _text_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery, as_of: int | None,
@@ -181,22 +185,35 @@ def _text_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: Sear
                       exact=part.exact, groups=groups)
 
 
-def _relevance(candidates: list[_Candidate], evidence: Evidence | None,
-               semantic: dict[int, tuple[float, bool]], mode: str) -> list[tuple[_Candidate, float]]:
-    """Candidates with their relevance in [0, 1] (:mod:`.evidence`), best
-    first; the blend breaks ties; a candidate without evidence is left out.
+def _relevance(candidates: list[_Candidate], part: _TextPart, semantic: dict[int, tuple[float, bool]],
+               mode: str, floor: float, limit: int | None) -> list[tuple[_Candidate, float]]:
+    """The hits to show (at least ``floor``, at most ``limit``) with
+    their relevance in [0, 1]: the hit's own evidence (:mod:`.evidence`: the
+    share of the query it holds, and its cosine), in the order of the same
+    fusion of its text score with the context signals; the blend breaks
+    ties; a candidate with no evidence even from its context is left out.
     Browsing ranks by the blend alone."""
-    if evidence is None:
-        out = [(c, c.blend) for c in candidates]
+    evidence, stats = part.evidence, part.stats
+    if evidence is None or stats is None:
+        out = [(c, c.blend) for c in candidates if c.blend >= floor]
         out.sort(key=lambda t: (-t[1], -t[0].rseq))
         return out
     if FUSION.scores == "shares":  # the measured baseline: shares of the best (no evidence needed)
-        return _shares(candidates, semantic, mode)
-    texts = [c.text / evidence.ideal for c in candidates]
-    keys = fuse(texts, [c.rseq for c in candidates], semantic, mode)
+        return [(c, r) for c, r in _shares(candidates, semantic, mode) if r >= floor]
+    rseqs = [c.rseq for c in candidates]
+    keys = fuse([c.text / evidence.ideal for c in candidates], rseqs, semantic, mode)
     order = sorted((i for i in range(len(candidates)) if keys[i] > 0),
                    key=lambda i: (-keys[i], -candidates[i].text, -candidates[i].blend, -candidates[i].rseq))
-    return [(candidates[i], min(1.0, keys[i])) for i in order]
+    out: list[tuple[_Candidate, float]] = []
+    for i in order:  # the evidence of each in order, until the limit
+        c = candidates[i]
+        held = 0.0 if mode == "semantic" else coverage(text_of(c.view), evidence, stats)
+        shown = fuse([held], [c.rseq], semantic, mode)[0]
+        if shown >= floor:
+            out.append((c, min(1.0, max(0.0, shown))))
+            if len(out) == limit:
+                break
+    return out
 
 
 def _shares(candidates: list[_Candidate], semantic: dict[int, tuple[float, bool]],
