@@ -35,8 +35,21 @@ import tantivy
 from .index import SearchIndex
 from .terms import terms
 
-__all__ = ["K1", "B", "Stats", "collect_stats", "doc_freq", "forget_texts", "held_text_score", "idf_of",
-           "near", "score_text", "term_counts", "text_score"]
+__all__ = [
+    "K1",
+    "B",
+    "Stats",
+    "collect_stats",
+    "counts_of",
+    "doc_freq",
+    "forget_texts",
+    "held_text_score",
+    "idf_of",
+    "near",
+    "score_text",
+    "term_counts",
+    "text_score",
+]
 
 T = TypeVar("T")
 
@@ -148,6 +161,16 @@ def held_text_score(holder: T, text_of: Callable[[T], str], stats: Stats) -> flo
 def term_counts(text: str) -> dict[str, int]:
     """The index terms of ``text`` with their counts (memoised by the text)."""
     return _counts(text)[1]
+
+
+def counts_of(holder: T, text_of: Callable[[T], str]) -> dict[str, int]:
+    """The term counts of ``text_of(holder)``: those held for the object when
+    :func:`held_text_score` holds them, else by the text (never adding a
+    holder: see ``_HELD``)."""
+    held = _HELD.get(id(holder))
+    if held is not None and held[0] is holder:
+        return held[1][1]
+    return _counts(text_of(holder))[1]
 
 
 def _counts(text: str) -> tuple[int, dict[str, int]]:

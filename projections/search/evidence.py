@@ -23,11 +23,11 @@ cover every word of the query, so one accidental near word is no match.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ..models import EntryView, MemoryView
-from .bm25 import FUZZY_WEIGHT, Stats, doc_freq, idf_of, near, term_counts
+from .bm25 import FUZZY_WEIGHT, Stats, counts_of, doc_freq, idf_of, near, term_counts
 from .identifiers import EDGE, holds, is_identifier
 from .index import memory_text, searchable_text
 from .signals import with_text
@@ -75,23 +75,31 @@ def group_score(text: str, evidence: Evidence) -> float:
     return sum(weight for group, weight in evidence.groups if holds(found, group))
 
 
-def coverage(text: str, evidence: Evidence, stats: Stats) -> float:
-    """The share of the query's weight (its words' idfs, :attr:`Evidence.ideal`)
-    that ``text`` holds: a word itself, the last word by an indexed word it
-    begins, a word in no document by a near word (at the fuzzy weight), a
-    several-word identifier in order. 1 when it holds every query word."""
-    held = term_counts(text)
+def coverage(evidence: Evidence, stats: Stats) -> Callable[[EntryView | MemoryView], float]:
+    """The query's measure of a view: the share of the query's weight (its
+    words' idfs, :attr:`Evidence.ideal`) that the view's text holds: a word
+    itself, the last word by an indexed word it begins, a word in no document
+    by a near word (at the fuzzy weight), a several-word identifier in
+    order. 1 when it holds every query word. The weights are found once."""
+    unknown = idf_of(stats.docs, 0)
+    weights = [(w, stats.idf.get(w) or unknown) for w in evidence.words]
     last = evidence.words[-1] if evidence.words else None
-    total = 0.0
-    for word in evidence.words:
-        weight = stats.idf.get(word) or idf_of(stats.docs, 0)
-        fuzzy = stats.fuzzy.get(word)
-        if word in held or (word == last and any(e in held for e in evidence.expansions)):
-            total += weight
-        elif fuzzy is not None and any(near(word, token, fuzzy[0]) for token in held):
-            total += FUZZY_WEIGHT * weight
-    total += group_score(text, evidence)
-    return min(1.0, total / evidence.ideal)
+    fuzzy = {w: d for w, (d, _) in stats.fuzzy.items()}
+
+    def measure(view: EntryView | MemoryView) -> float:
+        entry = view.entry if isinstance(view, EntryView) else None
+        held = counts_of(entry, searchable_text) if entry is not None else term_counts(text_of(view))
+        total = 0.0
+        for word, weight in weights:
+            if word in held or (word == last and any(e in held for e in evidence.expansions)):
+                total += weight
+            elif word in fuzzy and any(near(word, token, fuzzy[word]) for token in held):
+                total += FUZZY_WEIGHT * weight
+        if evidence.groups:
+            total += group_score(text_of(view), evidence)
+        return min(1.0, total / evidence.ideal)
+
+    return measure
 
 
 def covers_all(text: str, evidence: Evidence, stats: Stats) -> bool:

@@ -33,7 +33,7 @@ from ..views import ViewReader
 from ..views.current import current_rows
 from .bm25 import Stats, collect_stats, held_text_score, text_score
 from .cache import SearchCache, cached_reads
-from .evidence import Evidence, coverage, ends_in_identifier, evidence_of, text_of, weighed
+from .evidence import Evidence, coverage, ends_in_identifier, evidence_of, weighed
 from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
 from .identifiers import split_query
 from .index import SearchIndex, memory_text, searchable_text
@@ -205,10 +205,15 @@ def _relevance(candidates: list[_Candidate], part: _TextPart, semantic: dict[int
     order = sorted((i for i in range(len(candidates)) if keys[i] > 0),
                    key=lambda i: (-keys[i], -candidates[i].text, -candidates[i].blend, -candidates[i].rseq))
     out: list[tuple[_Candidate, float]] = []
+    measure = coverage(evidence, stats)
     for i in order:  # the evidence of each in order, until the limit
         c = candidates[i]
-        held = 0.0 if mode == "semantic" else coverage(text_of(c.view), evidence, stats)
-        shown = fuse([held], [c.rseq], semantic, mode)[0]
+        if mode == "semantic":
+            shown = keys[i]
+        else:
+            held = measure(c.view)
+            shown = held if mode == "text" else held + (1.0 - held) * FUSION.semantic * (
+                semantic[c.rseq][0] if c.rseq in semantic else 0.0)
         if shown >= floor:
             out.append((c, min(1.0, max(0.0, shown))))
             if len(out) == limit:
