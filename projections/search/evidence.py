@@ -36,7 +36,7 @@ from .terms import terms
 __all__ = ["Evidence", "coverage", "covers_all", "ends_in_identifier", "evidence_of", "group_score",
            "text_of", "weighed"]
 
-C = TypeVar("C", bound=tuple)  # a ranking candidate: a named tuple (text score, ..., view)
+C = TypeVar("C", bound=tuple[Any, ...])  # a ranking candidate: a named tuple (text score, ..., view)
 
 
 class Evidence(NamedTuple):

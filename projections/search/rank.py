@@ -195,9 +195,9 @@ def _relevance(candidates: list[_Candidate], part: _TextPart, semantic: dict[int
     Browsing ranks by the blend alone."""
     evidence, stats = part.evidence, part.stats
     if evidence is None or stats is None:
-        out = [(c, c.blend) for c in candidates if c.blend >= floor]
-        out.sort(key=lambda t: (-t[1], -t[0].rseq))
-        return out
+        browsed = [(c, c.blend) for c in candidates if c.blend >= floor]
+        browsed.sort(key=lambda t: (-t[1], -t[0].rseq))
+        return browsed
     if FUSION.scores == "shares":  # the measured baseline: shares of the best (no evidence needed)
         return [(c, r) for c, r in _shares(candidates, semantic, mode) if r >= floor]
     rseqs = [c.rseq for c in candidates]
