@@ -7,10 +7,10 @@ kept by asking Tantivy which of their rseqs match the same filter clauses as
 the text search (the rseqs AND the filters; a small shard is listed whole
 under the filters instead).
 
-The query is embedded without its identifier-like tokens; with a model that
-tells the words it knows (the shipped static one: ``knows``), a query of
-whose content words it knows less than three quarters gets no semantic
-candidates (:func:`meaning_text`).
+With a model that tells the words it knows (the shipped static one:
+``knows``), the query is embedded without its identifier-like tokens, and a
+query of whose content words it knows less than three quarters gets no
+semantic candidates (:func:`meaning_text`).
 
 The text and semantic evidence are fused (:func:`fuse`, ``scores``
 evidence): ``t + (1 - t) * semantic * cosine`` with ``t`` the text score over
@@ -81,17 +81,17 @@ def resolve_mode(query: SearchQuery, has_text: bool, embedder: object, vectors: 
 
 
 def meaning_text(text: str, embedder: object) -> str:
-    """What of the query ``text`` is embedded: the text without its
-    identifier-like tokens; for a model with ``knows(word)``, nothing at all
-    when it knows fewer than :attr:`Fusion.known_share` of the query's
-    content words as words (gibberish, codes and rare names carry no
-    meaning it learnt; their pieces would match any text sharing them)."""
-    if not FUSION.meaning:
+    """What of the query ``text`` is embedded by a model that tells the words
+    it knows (``knows(word)``, the shipped static one): the text without its
+    identifier-like tokens, or nothing at all when it knows fewer than
+    :attr:`Fusion.known_share` of the query's content words as words
+    (gibberish, codes and rare names carry no meaning it learnt; their
+    pieces would match any text sharing them). Any other model embeds the
+    query as given (a transformer reads an identifier as a whole)."""
+    knows = getattr(embedder, "knows", None)
+    if not FUSION.meaning or knows is None:  # a model of one's own embeds the query as given
         return text
     plain = strip_identifiers(text)
-    knows = getattr(embedder, "knows", None)
-    if knows is None:
-        return plain
     content = meaning_words(text)
     known = sum(1 for w in content if knows(w))
     return plain if content and known >= FUSION.known_share * len(content) else ""

@@ -7,9 +7,9 @@ emails. Such a token means itself and nothing else, so:
   words, and a token of several words (``ABC-1234``, an email, a UUID)
   counts only where the entry holds its words in that order, side by side
   (:func:`holds`), never by one of its pieces alone;
-- it never reaches the embedding (:func:`meaning_words`): the static model
-  would cut it into digit and letter pieces that match any text with the
-  same pieces.
+- it never reaches the shipped model's embedding (:func:`strip_identifiers`):
+  the static model would cut it into digit and letter pieces that match any
+  text with the same pieces.
 
 A token (a run of non-space characters, its edge punctuation stripped) is
 identifier-like when it holds a digit, or an ``@`` between letters or digits
