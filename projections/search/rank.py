@@ -11,7 +11,9 @@ depend on its shard. Seed 000's blend of text, time, importance and access
 (:func:`score`) only breaks ties between equal text scores: measured on
 LoCoMo it cost recall as a weighted sum (R@10 46.2 against 54.5 for plain
 BM25), and access feedback must never lift an earlier result over a better
-text match. The relevance shown is the text score as a share of the best.
+text match. The relevance shown is the hit's own evidence, the same for
+every query (:mod:`.evidence`); the order is the same fusion of its text
+score with what its context adds.
 
 Without text (browse), the blend orders the entries as before (newest,
 important, often-read first); ``sort`` newest/oldest orders by event time.
