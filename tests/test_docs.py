@@ -1,5 +1,5 @@
-"""The examples in docs/cli.md, docs/library.md, docs/audit.md, docs/integrations.md and docs/scale-out.md
-run as written."""
+"""The examples in docs/cli.md, docs/library.md, docs/audit.md, docs/integrations.md, docs/search.md
+and docs/scale-out.md run as written."""
 
 from __future__ import annotations
 
@@ -87,6 +87,18 @@ def test_integrations_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         for block in re.findall(r"```python\n(.*?)```", section, flags=re.S):
             exec(compile(block, "docs/integrations.md", "exec"), scope)
     assert (tmp_path / "mcp-store").is_dir() and (tmp_path / "lg-store").is_dir()
+
+
+def test_search_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python blocks of docs/search.md run in order in one directory and
+    namespace (scores, identifiers, a query that matches nothing)."""
+    pytest.importorskip("numpy")  # the examples search in every mode
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    code = blocks("search.md", "python")
+    assert len(code) >= 2
+    for block in code:
+        exec(compile(block, "docs/search.md", "exec"), scope)
 
 
 def test_lifecycle_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,13 @@ The metric:
 - figures are averaged over the questions, overall and per category
   (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial).
 
+The no-match set (``tools/no_match.py``): 200 queries made with a fixed seed,
+random identifiers and questions on topics the conversations never touch,
+each searched (limit 10) in every conversation's store in each mode;
+``false_hit_rate`` is the share of those searches, in the run's mode, that
+return any hit (``false_hit_rate_by_mode`` and ``false_hit_rate_by_kind``
+beside it, in %).
+
 Beside memlog, in the same process: raw Tantivy BM25 (one in-memory index per
 conversation, one document per turn with the same text, the query an OR of the
 question's words) and the LoCoMo paper's DRAGON figures as constants. The
@@ -47,9 +54,11 @@ import tantivy
 from commands import MemoryLog
 from commands.app import search as search_uc
 from projections import tokens
+from projections.search.terms import content_terms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchkit import align, log, percentile, run_main
+from no_match import no_match_queries
 
 KS = (5, 10, 25, 50)
 DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}
@@ -147,10 +156,45 @@ def memlog_search(mem: MemoryLog, text: str, mode: str | None) -> list[str]:
     return [r.id for r in search_uc.search(mem.store, query)]
 
 
+def all_texts(data: list[dict[str, Any]]) -> list[str]:
+    """Every turn's text, of every conversation."""
+    return [turn_text(t) for sample in data for _, turns in sessions(sample["conversation"]) for t in turns]
+
+
+def false_hits(mem: MemoryLog, queries: list[tuple[str, str]], modes: Sequence[str | None],
+               ) -> dict[tuple[str, str], int]:
+    """(mode, kind) -> how many of ``queries`` return any hit in ``mem`` (limit 10)."""
+    out: dict[tuple[str, str], int] = {}
+    for mode in modes:
+        for kind, text in queries:
+            query = search_uc.make_query(text, limit=10, mode=mode)
+            hit = bool(search_uc.find(mem.store, query))
+            key = (mode or "default", kind)
+            out[key] = out.get(key, 0) + hit
+    return out
+
+
+def false_hit_rates(counts: dict[tuple[str, str], int], queries: list[tuple[str, str]], stores: int,
+                    mode: str | None) -> dict[str, Any]:
+    """The false-hit rates in % of searches: in the run's mode, by mode and by kind."""
+    kinds = {k: sum(1 for kk, _ in queries if kk == k) * stores for k, _ in queries}
+    modes = sorted({m for m, _ in counts})
+    by_mode = {m: round(100 * sum(v for (mm, _), v in counts.items() if mm == m) / (len(queries) * stores), 2)
+               for m in modes}
+    run_mode = mode or "default"
+    return {"false_hit_rate": by_mode.get(run_mode, 0.0), "false_hit_rate_by_mode": by_mode,
+            "false_hit_rate_by_kind": {k: round(100 * counts.get((run_mode, k), 0) / n, 2)
+                                       for k, n in kinds.items()},
+            "no_match_queries": len(queries), "no_match_searches": len(queries) * stores}
+
+
 # -- the run ---------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     data = json.loads(Path(args.data).read_text())[: args.conversations]
+    no_match = no_match_queries(all_texts(data), content_terms)
+    modes = [args.mode, *(m for m in ("text", "semantic", "hybrid") if m != args.mode)]
+    counts: dict[tuple[str, str], int] = {}
     mine: list[tuple[int, dict[int, float]]] = []
     raw: list[dict[int, float]] = []
     latencies: list[float] = []
@@ -174,10 +218,12 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
                 raw_ids = bm25.search(q["question"], max(KS))
                 raw_latencies.append((time.perf_counter() - started) * 1000)
                 raw.append(recall(raw_ids, wanted))
+            for key, value in false_hits(mem, no_match, modes if mem.proj.embedder else [args.mode]).items():
+                counts[key] = counts.get(key, 0) + value
         log(f"conversation {n + 1}/{len(data)}: {turns} turns, {len(questions)} questions")
     out = summarise(mine, raw, latencies, turns_total, ingest_s, args.mode)
     out["bm25_query_p50_ms"] = round(percentile(raw_latencies, 50), 3) if raw_latencies else 0.0
-    return out
+    return out | false_hit_rates(counts, no_match, len(data), args.mode)
 
 
 def _mean(rows: Sequence[dict[int, float]], k: int) -> float:
@@ -211,7 +257,9 @@ def table(r: dict[str, Any]) -> str:
              *align(head, body),
              f"query p50 {r['query_p50_ms']:.2f} ms, p99 {r['query_p99_ms']:.2f} ms "
              f"(raw Tantivy BM25 p50 {r['bm25_query_p50_ms']:.2f} ms); "
-             f"ingest {r['ingest_turns_per_s']:.0f} turns/s"]
+             f"ingest {r['ingest_turns_per_s']:.0f} turns/s",
+             f"no-match set: false hits in {r['false_hit_rate']:.2f} % of {r['no_match_searches']} searches "
+             f"(by mode {r['false_hit_rate_by_mode']}, by kind {r['false_hit_rate_by_kind']})"]
     return "\n".join(lines)
 
 
@@ -223,7 +271,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions of each")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
-    return run_main(parser.parse_args(argv), run, table, "bench-recall-")
+    parser.add_argument("--precision-off", action="store_true",
+                        help="the search's precision levers off (the earlier behaviour, for a before figure)")
+    parser.add_argument("--set", action="append", help="a lever for one measurement: tuning.NAME=VALUE "
+                        "or fusion.NAME=VALUE (see projections.search.rank.Tuning and fusion.Fusion)")
+    args = parser.parse_args(argv)
+    if args.precision_off:
+        precision_off()
+    for setting in args.set or ():  # name=value of rank.TUNING or fusion.FUSION (a measurement's lever)
+        set_lever(setting)
+    return run_main(args, run, table, "bench-recall-")
+
+
+def set_lever(setting: str) -> None:
+    """Set one of the ranking's levers from ``tuning.NAME=VALUE`` or ``fusion.NAME=VALUE``."""
+    from projections.search.fusion import FUSION
+    from projections.search.rank import TUNING
+
+    name, _, value = setting.partition("=")
+    where, _, field = name.partition(".")
+    target = {"tuning": TUNING, "fusion": FUSION}[where]
+    old = getattr(target, field)
+    setattr(target, field, value if isinstance(old, str) else type(old)(json.loads(value)))
+
+
+def precision_off() -> None:
+    """Switch the precision levers off: identifiers matched like other words,
+    no coverage rule, the whole query embedded, scores as shares of the best."""
+    from projections.search.fusion import FUSION
+    from projections.search.rank import TUNING
+
+    TUNING.identifiers = TUNING.cover_all = False
+    FUSION.meaning = False
+    FUSION.scores = "shares"
 
 
 if __name__ == "__main__":

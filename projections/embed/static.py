@@ -64,6 +64,17 @@ class StaticEmbedder:
         self.tokenizer = WordPiece(header["vocab"])
         self._matrix = matrix.astype(np.float32)
 
+    def knows(self, word: str) -> bool:
+        """Whether the model holds ``word`` (lower-case) as a word: whole in its
+        vocabulary, or its longest vocabulary prefix covering 70 % of it
+        ("invoice" for "invoiced"). A word cut into short pieces (an unknown
+        name, a code, a typo) carries no meaning the model learnt."""
+        ids = self.tokenizer.ids
+        if word in ids:
+            return True
+        shortest = max(1, -(-7 * len(word) // 10))
+        return any(word[:k] in ids for k in range(len(word) - 1, shortest - 1, -1))
+
     def embed(self, texts: Sequence[str]) -> Any:
         """``(len(texts), dim)`` float32, rows L2-normalised (zero for a text
         with no token)."""

@@ -35,7 +35,21 @@ import tantivy
 from .index import SearchIndex
 from .terms import terms
 
-__all__ = ["K1", "B", "Stats", "collect_stats", "forget_texts", "held_text_score", "score_text", "text_score"]
+__all__ = [
+    "K1",
+    "B",
+    "Stats",
+    "collect_stats",
+    "counts_of",
+    "doc_freq",
+    "forget_texts",
+    "held_text_score",
+    "idf_of",
+    "near",
+    "score_text",
+    "term_counts",
+    "text_score",
+]
 
 T = TypeVar("T")
 
@@ -77,22 +91,39 @@ class Stats(msgspec.Struct, frozen=True):
 
 
 def collect_stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: Sequence[str],
-                  fuzzy: bool = True) -> Stats:
-    """Global statistics over ``searchers`` (of ``index``) for the query ``words``."""
+                  fuzzy: bool = True, exact: frozenset[str] = frozenset()) -> Stats:
+    """Global statistics over ``searchers`` (of ``index``) for the query
+    ``words`` (those in ``exact``, identifier-like, never match fuzzily)."""
     docs = sum(max(0, s.num_docs - 1) for _, s in searchers)  # each shard holds one checkpoint doc
     total = sum(index.shards[i].dl_sum(s, _dl_sum) for i, s in searchers)
     avgdl = total / docs if docs and total else 1.0
     idf: dict[str, float] = {}
     far: dict[str, tuple[int, float]] = {}
     for word in dict.fromkeys(words):
-        df = sum(s.doc_freq("content", word) for _, s in searchers)
+        df = doc_freq(searchers, word)
         if df:
-            idf[word] = math.log(1 + (docs - df + 0.5) / (df + 0.5))
-        elif fuzzy and (distance := min(2, int(len(word) * 0.2))):
+            idf[word] = idf_of(docs, df)
+        elif fuzzy and word not in exact and (distance := min(2, int(len(word) * 0.2))):
             far[word] = (distance, FUZZY_WEIGHT * math.log(1 + (docs + 0.5) / 1.5))
     if idf:
         far = {}  # measured: near words add nothing once a word matches exactly, and cost 1 ms
     return Stats(docs, avgdl, idf, far, {})
+
+
+def idf_of(docs: int, df: int) -> float:
+    """Tantivy's idf of a word in ``df`` of ``docs`` documents (a word in none
+    gets the highest: that of a word in half a document)."""
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
+def doc_freq(searchers: list[tuple[int, Any]], word: str) -> int:
+    """The documents of every shard holding ``word``."""
+    return sum(s.doc_freq("content", word) for _, s in searchers)
+
+
+def near(word: str, token: str, distance: int) -> bool:
+    """Whether document word ``token`` is near the fuzzy query ``word``."""
+    return _near(word, token, distance)
 
 
 def _dl_sum(searcher: Any) -> float:
@@ -125,6 +156,21 @@ def held_text_score(holder: T, text_of: Callable[[T], str], stats: Stats) -> flo
             _HELD.clear()
         _HELD[id(holder)] = (holder, found)
     return _score(found[0], found[1], stats) if found[0] else 0.0
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """The index terms of ``text`` with their counts (memoised by the text)."""
+    return _counts(text)[1]
+
+
+def counts_of(holder: T, text_of: Callable[[T], str]) -> dict[str, int]:
+    """The term counts of ``text_of(holder)``: those held for the object when
+    :func:`held_text_score` holds them, else by the text (never adding a
+    holder: see ``_HELD``)."""
+    held = _HELD.get(id(holder))
+    if held is not None and held[0] is holder:
+        return held[1][1]
+    return _counts(text_of(holder))[1]
 
 
 def _counts(text: str) -> tuple[int, dict[str, int]]:

@@ -7,10 +7,17 @@ kept by asking Tantivy which of their rseqs match the same filter clauses as
 the text search (the rseqs AND the filters; a small shard is listed whole
 under the filters instead).
 
-The text and semantic rankings are fused with weighted reciprocal rank
-fusion: ``w_text / (K + text_rank) + w_semantic / (K + semantic_rank)``, a
-document absent from a ranking getting nothing from it. The weights and K
-are those measured best on LoCoMo (see ``docs/search.md``).
+With a model that tells the words it knows (the shipped static one:
+``knows``), the query is embedded without its identifier-like tokens, and a
+query of whose content words it knows less than three quarters gets no
+semantic candidates (:func:`meaning_text`).
+
+The text and semantic evidence are fused (:func:`fuse`, ``scores``
+evidence): ``t + (1 - t) * semantic * cosine`` with ``t`` the text score over
+the query's ideal (:mod:`.evidence`), so the order and the score are the
+same number. ``scores`` shares keeps the earlier weighted reciprocal rank
+fusion, ``w_text / (K + text_rank) + w_semantic / (K + semantic_rank)``,
+shown as a share of the best possible (see ``docs/search.md``).
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ import tantivy
 
 from eventstore import InvalidQueryError
 
+from .identifiers import meaning_words, strip_identifiers
 from .index import SearchIndex
 from .query import SearchQuery, filter_clauses
 
-__all__ = ["FUSION", "Fusion", "allowed", "best_fused", "fuse", "nearest", "resolve_mode"]
+__all__ = ["FUSION", "Fusion", "allowed", "best_fused", "fuse", "meaning_text", "nearest", "resolve_mode"]
 
 _Must, _Should = tantivy.Occur.Must, tantivy.Occur.Should
 _SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed, not looked up
@@ -41,6 +49,9 @@ class Fusion(msgspec.Struct):
     depth: int = 40  # semantic candidates asked of the vector index
     floor: float = 0.4  # semantic candidates below this cosine are dropped (measured: 0.3-0.45 hold
                         # recall; 0.4 keeps a word found nowhere from pulling in unrelated entries)
+    scores: str = "evidence"  # evidence: absolute scores (.evidence); shares: the earlier shares of the best
+    meaning: bool = True  # embed the query's meaning words only (meaning_text); False: its whole text
+    known_share: float = 0.75  # the share of a query's content words the model must know as words
 
 
 FUSION = Fusion()
@@ -69,14 +80,34 @@ def resolve_mode(query: SearchQuery, has_text: bool, embedder: object, vectors: 
     return "hybrid" if embedder is not None and vectors is not None else "text"
 
 
+def meaning_text(text: str, embedder: object) -> str:
+    """What of the query ``text`` is embedded by a model that tells the words
+    it knows (``knows(word)``, the shipped static one): the text without its
+    identifier-like tokens, or nothing at all when it knows fewer than
+    :attr:`Fusion.known_share` of the query's content words as words
+    (gibberish, codes and rare names carry no meaning it learnt; their
+    pieces would match any text sharing them). Any other model embeds the
+    query as given (a transformer reads an identifier as a whole)."""
+    knows = getattr(embedder, "knows", None)
+    if not FUSION.meaning or knows is None:  # a model of one's own embeds the query as given
+        return text
+    plain = strip_identifiers(text)
+    content = meaning_words(text)
+    known = sum(1 for w in content if knows(w))
+    return plain if content and known >= FUSION.known_share * len(content) else ""
+
+
 def nearest(query: SearchQuery, as_of: int | None, embedder: _Embedder, vectors: _Vectors,
             depth: int) -> dict[int, float]:
-    """The documents nearest the query's embedding (at least the cosine floor:
-    the embedder's ``min_cosine`` if it declares one, else :attr:`Fusion.floor`,
-    measured for the shipped model): rseq -> cosine, not yet checked against
-    the query's filters (:func:`allowed`)."""
+    """The documents nearest the embedding of the query's :func:`meaning_text`
+    (at least the cosine floor: the embedder's ``min_cosine`` if it declares
+    one, else :attr:`Fusion.floor`, measured for the shipped model): rseq ->
+    cosine, not yet checked against the query's filters (:func:`allowed`)."""
+    text = meaning_text(query.text, embedder)
+    if not text.strip():
+        return {}
     floor = getattr(embedder, "min_cosine", FUSION.floor)
-    vector = embedder.embed([query.text])[0]
+    vector = embedder.embed([text])[0]
     return {r: c for r, c in vectors.search(vector, depth, as_of) if c >= floor}
 
 
@@ -117,13 +148,23 @@ def best_fused() -> float:
 
 def fuse(texts: Sequence[float], rseqs: Sequence[int], semantic: dict[int, tuple[float, bool]],
          mode: str) -> list[float]:
-    """The fused score of each candidate (given by its exact text score and rseq)."""
+    """The key of each candidate (given by its text score and rseq): with
+    :attr:`Fusion.scores` evidence, ``texts`` are shares of the query's ideal
+    and the key is the score itself (text: the share; semantic: the cosine;
+    hybrid: ``t + (1 - t) * semantic * cosine``); with shares, ``texts`` are
+    exact text scores and hybrid is weighted reciprocal rank fusion."""
+    f = FUSION
+    if mode == "text":
+        return list(texts)
     if mode == "semantic":
         return [semantic.get(r, (-1.0, False))[0] for r in rseqs]
+    if f.scores == "evidence":
+        cosines = [semantic[r][0] if r in semantic else 0.0 for r in rseqs]
+        return [max(0.0, t) + max(0.0, 1.0 - max(0.0, t)) * f.semantic * c
+                for t, c in zip(texts, cosines, strict=True)]
     text_rank = _ranks([(t, -r) for t, r in zip(texts, rseqs, strict=True)], [t > 0 for t in texts])
     cosines = [semantic.get(r, (-2.0, False))[0] for r in rseqs]
     sem_rank = _ranks([(c, -r) for c, r in zip(cosines, rseqs, strict=True)], [r in semantic for r in rseqs])
-    f = FUSION
     return [(f.text / (f.k + tr) if tr else 0.0) + (f.semantic / (f.k + sr) if sr else 0.0)
             for tr, sr in zip(text_rank, sem_rank, strict=True)]
 

@@ -99,7 +99,8 @@ def check_query(query: SearchQuery, words: list[str]) -> None:
 
 def build_query(schema: Any, query: SearchQuery, as_of: int | None,
                 known: frozenset[str] = frozenset(), expansions: tuple[str, ...] = (),
-                words: list[str] | None = None, memories: bool = True) -> Any:
+                words: list[str] | None = None, memories: bool = True, exact: frozenset[str] = frozenset(),
+                groups: tuple[tuple[str, ...], ...] = ()) -> Any:
     """The Tantivy query for text, filters and, for ``as_of``, the interval.
 
     ``words`` are index terms (stemmed, :mod:`.terms`). A word in the index
@@ -113,9 +114,13 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
     documents are dropped after the search (see :func:`run_search`).
     ``memories`` False leaves out the clause that keeps memory documents out of
     an entries search: the caller drops them after the search instead.
+    Identifier-like words (``exact``, :mod:`.identifiers`) never match
+    fuzzily; an identifier of several words (``groups``, its terms in order)
+    matches a document that holds all of them (the ranking checks their order).
     """
     words = _terms.terms(query.text) if words is None else words
-    text = _text(schema, words, known, expansions) if words else tantivy.Query.all_query()
+    text = _text(schema, words, known, expansions, exact, groups) if words or groups \
+        else tantivy.Query.all_query()
     clauses = [(_Must, text), *filter_clauses(schema, query, as_of, memories)]
     if len(clauses) == 1:
         return clauses[0][1]
@@ -182,13 +187,15 @@ def _any_query(queries: list[Any]) -> Any:
     return tantivy.Query.boolean_query([(_Should, q) for q in queries])
 
 
-def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tuple[str, ...]) -> Any:
-    options: list[tuple[Any, Any]] = []
+def _text(schema: Any, words: list[str], known: frozenset[str], expansions: tuple[str, ...],
+          exact: frozenset[str] = frozenset(), groups: tuple[tuple[str, ...], ...] = ()) -> Any:
+    options: list[tuple[Any, Any]] = [(_Should, tantivy.Query.boolean_query(
+        [(_Must, tantivy.Query.term_query(schema, "content", w)) for w in group])) for group in groups]
     for word in dict.fromkeys([*words, *expansions]):
         if word in known or word in expansions:
             options.append((_Should, tantivy.Query.term_query(schema, "content", word)))
             continue
-        distance = min(2, int(len(word) * 0.2))
+        distance = 0 if word in exact else min(2, int(len(word) * 0.2))
         if distance:
             fuzzy = tantivy.Query.fuzzy_term_query(schema, "content", word, distance=distance, prefix=True)
             options.append((_Should, tantivy.Query.boost_query(fuzzy, 0.3)))
@@ -229,6 +236,7 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
                words: list[str] | None = None, *, depth: int | None = None,
                searchers: list[tuple[int, Any]] | None = None, expand: bool = True,
                known: frozenset[str] | None = None, expansions: tuple[str, ...] | None = None,
+               exact: frozenset[str] = frozenset(), groups: tuple[tuple[str, ...], ...] = (),
                ) -> list[SearchHit]:
     """Top hits by (per-shard) BM25 across shards: the candidates of ranking.
 
@@ -239,10 +247,10 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     (entries compacted out of their session) and asks a shard again for more
     when that left it short. ``known`` (the stems of ``words`` in some
     document) and ``expansions``, when the caller has them, are not
-    computed again.
+    computed again. ``exact`` and ``groups``: see :func:`build_query`.
     """
     words = tokens(query.text) if words is None else words
-    check_query(query, words)
+    check_query(query, [*words, *(w for group in groups for w in group)])
     searchers = index.searchers() if searchers is None else searchers
     stems = _terms.stem_all(words)
     if known is None:
@@ -254,13 +262,14 @@ def run_search(index: SearchIndex, query: SearchQuery, as_of: int | None,
     # MustNot clause beside it made it a full union (measured: +1 ms at 200k).
     drop = query.source == "entries"
     try:
-        q = build_query(index.schema, query, as_of, known, expansions, stems, memories=not drop)
+        q = build_query(index.schema, query, as_of, known, expansions, stems, memories=not drop,
+                        exact=exact, groups=groups)
     except ValueError as exc:
         raise InvalidQueryError(f"invalid search: {exc}") from None
     want = min(10_000, depth or max(query.limit * 2, 20))
     # Browsing by time (no words): each shard's newest (or oldest) documents,
     # not the first it happens to hold.
-    by_time = not words and query.sort != "relevance"
+    by_time = not words and not groups and query.sort != "relevance"
     order = tantivy.Order.Asc if query.sort == "oldest" else tantivy.Order.Desc
 
     def top(searcher: Any) -> list[_Row]:

@@ -11,7 +11,9 @@ depend on its shard. Seed 000's blend of text, time, importance and access
 (:func:`score`) only breaks ties between equal text scores: measured on
 LoCoMo it cost recall as a weighted sum (R@10 46.2 against 54.5 for plain
 BM25), and access feedback must never lift an earlier result over a better
-text match. The relevance shown is the text score as a share of the best.
+text match. The relevance shown is the hit's own evidence, the same for
+every query (:mod:`.evidence`); the order is the same fusion of its text
+score with what its context adds.
 
 Without text (browse), the blend orders the entries as before (newest,
 important, often-read first); ``sort`` newest/oldest orders by event time.
@@ -33,7 +35,9 @@ from ..views import ViewReader
 from ..views.current import current_rows
 from .bm25 import Stats, collect_stats, held_text_score, text_score
 from .cache import SearchCache, cached_reads
+from .evidence import Evidence, coverage, ends_in_identifier, evidence_of, weighed
 from .fusion import FUSION, allowed, best_fused, fuse, nearest, resolve_mode
+from .identifiers import split_query
 from .index import SearchIndex, memory_text, searchable_text
 from .query import SearchHit, SearchQuery, check_query, prefix_expansions, run_search, tokens
 from .signals import by_date, by_session, with_text
@@ -61,6 +65,8 @@ class Tuning(msgspec.Struct):
     neighbour_words: int = 2  # ... when the query has this many words (one word is a lookup)
     session: float = 0.3     # share of its session's strength an entry gains (signals.by_session)
     dates: float = 1.0       # text-score gain of entries in the month/year a query names (signals.by_date)
+    identifiers: bool = True  # identifier-like words match exactly (.identifiers)
+    cover_all: bool = True   # with no query word in any document, a candidate covers every word (.evidence)
 
 
 TUNING = Tuning()
@@ -111,17 +117,17 @@ def _rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int 
     check_query(query, words)
     mode = resolve_mode(query, bool(words), embedder, vectors)
     searchers = index.searchers()
-    depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
-    stems = stem_all(words)
-    expansions = prefix_expansions(searchers, stems) if TUNING.expand_prefix and words else ()
-    stats = collect_stats(index, searchers, [*stems, *expansions], TUNING.fuzzy) if words else None
-    hits = [] if mode == "semantic" else run_search(
-        index, query, as_of, words, depth=depth, searchers=searchers, expand=TUNING.expand_prefix,
-        known=None if stats is None else frozenset(w for w in stems if w in stats.idf), expansions=expansions)
+    part = _text_part(index, searchers, query, words)
+    stats, evidence = part.stats, part.evidence
+    hits = [] if mode == "semantic" else _text_hits(index, searchers, query, as_of, part)
     candidates = _candidates(views, hits, stats, now)
+    if evidence is not None and stats is not None:
+        candidates = weighed(candidates, evidence, stats, TUNING.cover_all)
     near = {} if mode == "text" else nearest(query, as_of, embedder, vectors, FUSION.depth)
+    # (an identifier of several words counts as one word: a lookup)
+    looked_up = len(set(part.plain)) + (0 if evidence is None else len(part.groups))
     fetch = TUNING.neighbour and stats is not None and bool(TUNING.neighbour_fetch) and \
-        len(set(words)) >= TUNING.neighbour_words
+        looked_up >= TUNING.neighbour_words
     adjacent = _adjacent_seqs(candidates, near) if fetch else {}
     # One Tantivy pass checks the query's filters for the semantic candidates
     # and the neighbours together.
@@ -130,29 +136,101 @@ def _rank(index: SearchIndex, views: ViewReader, query: SearchQuery, as_of: int 
     candidates += _others(views, {h.rseq for h in hits}, semantic, adjacent, ok, stats, now)
     if stats is not None:
         candidates = _signals(candidates, query.text)
-    scored = _relevance(candidates, stats is not None, semantic, mode)
-    scored = [(c, r) for c, r in scored if r >= query.min_relevance]
-    if query.sort != "relevance":
+    by_relevance = query.sort == "relevance"
+    scored = _relevance(candidates, part, semantic, mode, query.min_relevance,
+                        query.limit if by_relevance else None)
+    if not by_relevance:
         scored.sort(key=lambda t: (t[0].occurred_at, t[0].rseq), reverse=query.sort == "newest")
     return Ranking(tuple(words), [Ranked(r, c.factor, c.view) for c, r in scored[: query.limit]])
 
 
-def _relevance(candidates: list[_Candidate], has_text: bool, semantic: dict[int, tuple[float, bool]],
-               mode: str) -> list[tuple[_Candidate, float]]:
-    """Candidates with their relevance in [0, 1], best first: the text score
-    (as a share of the best) in text mode, the fused score in the others; the
-    blend breaks ties. Browsing ranks by the blend alone."""
-    if not has_text:
-        out = [(c, c.blend) for c in candidates]
-        out.sort(key=lambda t: (-t[1], -t[0].rseq))
-        return out
+class _TextPart(NamedTuple):
+    """The text side of a query: its words outside several-word identifiers,
+    their terms, the one-word identifiers' terms, the last word's expansions,
+    the global statistics and the evidence yardsticks."""
+
+    plain: list[str]
+    groups: list[tuple[str, ...]]
+    stems: list[str]
+    exact: frozenset[str]
+    expansions: tuple[str, ...]
+    stats: Stats | None
+    evidence: Evidence | None
+
+
+def _text_part(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery,
+               words: list[str]) -> _TextPart:
+    single, multi = split_query(query.text) if TUNING.identifiers else ((), ())
+    grouped = {w for group in multi for w in group}
+    plain = [w for w in words if w not in grouped]
+    stems, exact = stem_all(plain), frozenset(stem_all(list(single)))
+    typed = not (TUNING.identifiers and ends_in_identifier(query.text))  # the last word may be being typed
+    expand = TUNING.expand_prefix and bool(stems) and typed
+    expansions = prefix_expansions(searchers, stems) if expand else ()
+    stats = collect_stats(index, searchers, [*stems, *expansions], TUNING.fuzzy, exact) if words else None
+    evidence = None if stats is None else evidence_of(
+        searchers, stats, stems, [tuple(stem_all(list(g))) for g in multi], expansions)
+    return _TextPart(plain, list(multi), stems, exact, expansions, stats, evidence)
+
+
+def _text_hits(index: SearchIndex, searchers: list[tuple[int, Any]], query: SearchQuery, as_of: int | None,
+               part: _TextPart) -> list[SearchHit]:
+    """The text candidates (none when the query has words but none to look
+    up: only identifiers of several words that no document holds)."""
+    groups = () if part.evidence is None else tuple(g for g, _ in part.evidence.groups)
+    if part.evidence is not None and not part.stems and not groups:
+        return []
+    depth = max(TUNING.depth, int(TUNING.depth_per_limit * query.limit))
+    known = None if part.stats is None else frozenset(w for w in part.stems if w in part.stats.idf)
+    return run_search(index, query, as_of, part.plain, depth=depth, searchers=searchers,
+                      expand=bool(part.expansions), known=known, expansions=part.expansions,
+                      exact=part.exact, groups=groups)
+
+
+def _relevance(candidates: list[_Candidate], part: _TextPart, semantic: dict[int, tuple[float, bool]],
+               mode: str, floor: float, limit: int | None) -> list[tuple[_Candidate, float]]:
+    """The hits to show (at least ``floor``, at most ``limit``) with
+    their relevance in [0, 1]: the hit's own evidence (:mod:`.evidence`: the
+    share of the query it holds, and its cosine), in the order of the same
+    fusion of its text score with the context signals; the blend breaks
+    ties; a candidate with no evidence even from its context is left out.
+    Browsing ranks by the blend alone."""
+    evidence, stats = part.evidence, part.stats
+    if evidence is None or stats is None:
+        browsed = [(c, c.blend) for c in candidates if c.blend >= floor]
+        browsed.sort(key=lambda t: (-t[1], -t[0].rseq))
+        return browsed
+    if FUSION.scores == "shares":  # the measured baseline: shares of the best (no evidence needed)
+        return [(c, r) for c, r in _shares(candidates, semantic, mode) if r >= floor]
+    rseqs = [c.rseq for c in candidates]
+    keys = fuse([c.text / evidence.ideal for c in candidates], rseqs, semantic, mode)
+    order = sorted((i for i in range(len(candidates)) if keys[i] > 0),
+                   key=lambda i: (-keys[i], -candidates[i].text, -candidates[i].blend, -candidates[i].rseq))
+    out: list[tuple[_Candidate, float]] = []
+    measure = coverage(evidence, stats)
+    for i in order:  # the evidence of each in order, until the limit
+        c = candidates[i]
+        if mode == "semantic":
+            shown = keys[i]
+        else:
+            held = measure(c.view)
+            shown = held if mode == "text" else held + (1.0 - held) * FUSION.semantic * (
+                semantic[c.rseq][0] if c.rseq in semantic else 0.0)
+        if shown >= floor:
+            out.append((c, min(1.0, max(0.0, shown))))
+            if len(out) == limit:
+                break
+    return out
+
+
+def _shares(candidates: list[_Candidate], semantic: dict[int, tuple[float, bool]],
+            mode: str) -> list[tuple[_Candidate, float]]:
+    """The earlier relevance: the text score as a share of the best hit, the
+    RRF score as a share of the best possible, or the cosine."""
     if mode == "text":
         keys = [c.text for c in candidates]
     else:
         keys = fuse([c.text for c in candidates], [c.rseq for c in candidates], semantic, mode)
-    # Text: a share of the best hit. Hybrid: a share of the best fused score
-    # possible (first in both rankings), so a hit found by meaning alone never
-    # shows as a perfect match. Semantic: the cosine itself.
     top = max(keys, default=0.0) if mode == "text" else best_fused() if mode == "hybrid" else 1.0
     order = sorted(range(len(candidates)), key=lambda i: (-keys[i], -candidates[i].text,
                                                            -candidates[i].blend, -candidates[i].rseq))

@@ -108,11 +108,22 @@ def test_semantic_without_an_embedder_is_a_clear_error(store: MemoryLog) -> None
         assert [r.content for r in find(store.store, make_query("database"))] == ["the database is postgres"]
 
 
-def test_fusion_is_reciprocal_rank() -> None:
+def test_fusion_adds_meaning_to_what_the_words_leave() -> None:
+    """Hybrid: t + (1 - t) * 0.5 * cosine, t the text share of the query's ideal."""
+    texts, rseqs = [0.9, 0.5, 0.0], [1, 2, 3]
+    both = fuse(texts, rseqs, {2: (0.9, False), 3: (0.8, False)}, "hybrid")
+    assert both == pytest.approx([0.9, 0.5 + 0.5 * 0.5 * 0.9, 0.5 * 0.8])
+    assert fuse(texts, rseqs, {3: (0.5, False)}, "semantic") == [-1.0, -1.0, 0.5]
+    assert fuse(texts, rseqs, {}, "text") == texts
+
+
+def test_fusion_as_shares_is_reciprocal_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    from projections.search.fusion import FUSION
+
+    monkeypatch.setattr(FUSION, "scores", "shares")
     texts, rseqs = [3.0, 2.0, 0.0], [1, 2, 3]
     both = fuse(texts, rseqs, {2: (0.9, False), 3: (0.8, False)}, "hybrid")
     assert both[1] > both[0] > both[2] > 0
-    assert fuse(texts, rseqs, {3: (0.5, False)}, "semantic") == [-1.0, -1.0, 0.5]
 
 
 class HashEmbedder:
