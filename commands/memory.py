@@ -57,12 +57,12 @@ from .app.settings import check_settings
 from .app.summaries import SummaryReport
 from .app.summarise import ExtractiveSummariser, Summariser
 from .app.validate import check_data_dir
-from .faces import FormationFace, MaintainFace, UpkeepFace
+from .faces import AgentsFace, FormationFace, MaintainFace, UpkeepFace
 
 __all__ = ["MemoryLog"]
 
 
-class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
+class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,

@@ -34,7 +34,7 @@ from eventstore import EventLog
 from tests.mcp_client import ROOT, Conn, serve
 
 READ_TOOLS = {"recall", "context", "show", "sessions", "memories", "transcript", "history", "as_of",
-              "recover"}
+              "recover", "agents"}
 
 
 def marker() -> str:

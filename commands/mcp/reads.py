@@ -13,6 +13,7 @@ from eventstore import EntryKind, InvalidInputError, SearchMode, SearchSource
 from ..app import MemoryResult
 from ..memory import MemoryLog
 from .results import (
+    AgentsOut,
     AsOfOut,
     ContextOut,
     HistoryOut,
@@ -22,6 +23,7 @@ from .results import (
     SessionsOut,
     ShowOut,
     TranscriptOut,
+    agents_out,
     context_out,
     entry_out,
     history_item_out,
@@ -101,6 +103,11 @@ class ReadTools:
         page = self.mem.memory_page(self.guard.user(user_id), limit=limit, offset=offset)
         return {"memories": [memory_out(m) for m in page.memories], "total": page.total,
                 "offset": page.offset, "limit": page.limit, "next_offset": page.next_offset}
+
+    def agents(self, user_id: str | None = None) -> AgentsOut:
+        """The agents of the user's sessions, each with its entries counted by
+        kind (message, decision, finding, ...), its sessions and its last activity."""
+        return agents_out(self.mem.agents(self.guard.reader(user_id)))
 
     def history(self, item_id: str) -> HistoryOut:
         """Every event that touched one of the user's entries, memories or
