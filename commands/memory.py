@@ -328,9 +328,10 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         return search.search(self.store, query, record_access)
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
-        """A context block for a prompt, within a token budget (see :mod:`commands.app.context`)."""
-        return build_context(self.store, session_id, query, budget_tokens, count_tokens)
+                count_tokens: Callable[[str], int] | None = None, face: str = "cli") -> ContextBlock:
+        """A context block for a prompt, within a token budget (see :mod:`commands.app.context`);
+        ``face`` (cli or mcp): how its closing instruction says to save to memory."""
+        return build_context(self.store, session_id, query, budget_tokens, count_tokens, face=face)
 
     # -- audit --------------------------------------------------------------
 

@@ -74,7 +74,7 @@ class ReadTools:
         self.guard.session(session_id)
         if budget is not None and not 50 <= budget <= 1_000_000:
             raise InvalidInputError(f"budget must be from 50 to 1000000 tokens (got {budget})")
-        return context_out(self.mem.context(session_id, query=query, budget_tokens=budget))
+        return context_out(self.mem.context(session_id, query=query, budget_tokens=budget, face="mcp"))
 
     def show(self, item_id: str) -> ShowOut:
         """An entry (live, redacted or deleted: then without content) or a memory, by id."""
