@@ -308,7 +308,8 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
                include_archived: bool = False, record_access: bool | None = None,
                agent_id: str | None = None, source: str | None = None,
-               mode: str | None = None) -> list[SearchResult]:
+               mode: str | None = None, statuses: Iterable[str] | None = None,
+               severities: Iterable[str] | None = None) -> list[SearchResult]:
         """Search entries and/or memories (seed 000's query API); records the access
         unless switched off.
 
@@ -320,11 +321,13 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         ``entries``, ``memories`` or ``both``; by default ``both`` when
         ``user_id`` is given, else ``entries``; ``mode``: ``text``, ``semantic``,
         ``hybrid`` or None (hybrid when an embedder is installed, else text).
+        ``statuses`` and ``severities`` keep the findings with one of them.
         """
         query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
                                   sort, min_relevance, include_archived,
                                   source=scope.default_source(source, user_id), mode=mode)
-        query = scope.scoped_query(self.store, query, user_id, agent_id)
+        query = scope.scoped_query(self.store, search.with_findings(query, statuses, severities),
+                                   user_id, agent_id)
         return search.search(self.store, query, record_access)
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,

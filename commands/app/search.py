@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from eventstore import (
     ENTRY_KINDS,
+    FINDING_STATUSES,
+    LEVELS,
     MEMORY_DOC_KIND,
     SEARCH_MODES,
     SEARCH_SOURCES,
@@ -25,7 +29,7 @@ from .sessions import restore_on_read
 from .store import Store
 from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
 
-__all__ = ["check_scope", "find", "make_query", "make_snippet", "search"]
+__all__ = ["check_scope", "find", "make_query", "make_snippet", "search", "with_findings"]
 
 _SNIPPET = 160
 
@@ -65,6 +69,24 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
         scope=check_scope(scope), source=check_choice(source, "source", SEARCH_SOURCES),  # type: ignore[arg-type]
         mode=None if mode is None else check_choice(mode, "mode", SEARCH_MODES),  # type: ignore[arg-type]
     )
+
+
+def with_findings(query: SearchQuery, statuses: Iterable[str] | None,
+                  severities: Iterable[str] | None) -> SearchQuery:
+    """``query`` kept to the findings with one of ``statuses`` and one of
+    ``severities`` (each None or empty: no such filter); a value that is no
+    status or severity is refused."""
+    found = tuple(check_choice(v, "status", FINDING_STATUSES) for v in _values(statuses))
+    levels = tuple(check_choice(v, "severity", LEVELS) for v in _values(severities))
+    if not found and not levels:
+        return query
+    return msgspec.structs.replace(query, statuses=found, severities=levels)
+
+
+def _values(values: Iterable[str] | str | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    return (values,) if isinstance(values, str) else tuple(values)
 
 
 def check_scope(scope: object) -> Scope | None:
