@@ -19,7 +19,7 @@ from projections import SessionView
 
 from .fitting import Section
 
-__all__ = ["FACES", "Face", "TITLE", "instruction"]
+__all__ = ["FACES", "TITLE", "Face", "instruction"]
 
 Face = Literal["cli", "mcp"]
 FACES: tuple[str, ...] = ("cli", "mcp")

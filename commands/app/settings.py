@@ -202,3 +202,5 @@ def check_settings(settings: Settings) -> None:
         value = getattr(settings, name)
         if not 0 <= value <= 1_000_000_000:
             raise InvalidInputError(f"{name} must be an integer from 0 (off) to 1000000000")
+    if not 0 <= settings.search_deadline_ms <= 3_600_000:
+        raise InvalidInputError("search_deadline_ms must be from 0 (no deadline) to 3600000")
