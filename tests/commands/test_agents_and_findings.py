@@ -13,15 +13,10 @@ from typing import Any
 import msgspec
 import pytest
 
+import eventstore
 from commands import MemoryLog
 from commands.app import search as search_app
-from eventstore import (
-    E_QUERY_TIMEOUT,
-    E_SESSION_CORRUPT,
-    InvalidInputError,
-    QueryTimeoutError,
-    SessionCorruptError,
-)
+from eventstore import InvalidInputError
 from projections.views.read import ViewReader
 from tests.commands.conftest import Run, head_of
 
@@ -163,6 +158,8 @@ def test_the_seed_error_codes_session_corrupt_and_query_timeout(
     """E_SESSION_CORRUPT (exit 5): a manifest its stream in the log does not
     vouch for; E_QUERY_TIMEOUT (exit 2): a search past search_deadline_ms,
     which records no access."""
+    E_SESSION_CORRUPT, SessionCorruptError = eventstore.E_SESSION_CORRUPT, eventstore.SessionCorruptError
+    E_QUERY_TIMEOUT, QueryTimeoutError = eventstore.E_QUERY_TIMEOUT, eventstore.QueryTimeoutError
     assert SessionCorruptError.code == E_SESSION_CORRUPT and SessionCorruptError.exit_code == 5
     assert QueryTimeoutError.code == E_QUERY_TIMEOUT and QueryTimeoutError.exit_code == 2
     ids = _team(store)
