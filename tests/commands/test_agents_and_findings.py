@@ -15,6 +15,7 @@ import pytest
 
 import eventstore
 from commands import MemoryLog
+from commands.aio import AsyncMemoryLog
 from commands.app import search as search_app
 from eventstore import InvalidInputError
 from projections.views.read import ViewReader
@@ -84,6 +85,12 @@ def test_agents_lists_each_agent_with_its_counts_by_kind_and_last_activity(
         assert ids["bob"] not in str(_call(mem, "alice", "agents"))
     code, _, err = run("agents", "--user", "not a user id")
     assert code == 2 and "E_SCHEMA_INVALID" in err
+
+    async def via_aio() -> list[Any]:
+        async with await AsyncMemoryLog.open(store) as amem:
+            return [msgspec.to_builtins(a) for a in await amem.agents("alice")]
+
+    assert asyncio.run(via_aio()) == mine["agents"]
 
 
 def test_the_context_ends_with_how_to_save_to_memory(store: Path, run: Run) -> None:
