@@ -88,7 +88,7 @@ class ReadTools:
         days by default) of the user (and agent: the server's, unless given),
         with the context and the session's last messages as of it."""
         agent = agent_id if agent_id is not None else self.scope.agent
-        return recovery_out(self.mem.recover(self.guard.user(user_id), agent))
+        return recovery_out(self.mem.recover(self.guard.user(user_id), agent, face="mcp"))
 
     def transcript(self, session_id: str, limit: int = 50, offset: int = 0) -> TranscriptOut:
         """The messages of one of the user's sessions in the order they occurred,

@@ -93,6 +93,22 @@ def test_agents_lists_each_agent_with_its_counts_by_kind_and_last_activity(
     assert asyncio.run(via_aio()) == mine["agents"]
 
 
+def test_agents_of_versions_stored_before_the_views_kept_the_agent(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version stored without the agent (an older memlog's views) has its
+    entry read back from the log: the counts stay the same."""
+    _team(store)
+    with MemoryLog.open(store) as mem:
+        now = [msgspec.to_builtins(a) for a in mem.agents()]
+        real = ViewReader.session_stored
+
+        def older(self: ViewReader, session_id: str, kinds: tuple[str, ...] = ()) -> Any:
+            return (msgspec.structs.replace(v, agent_id="") for v in real(self, session_id, kinds))
+
+        monkeypatch.setattr(ViewReader, "session_stored", older)
+        assert [msgspec.to_builtins(a) for a in mem.agents()] == now
+
+
 def test_the_context_ends_with_how_to_save_to_memory(store: Path, run: Run) -> None:
     """The block's last section tells the agent how to save to memory: the
     memlog commands with the session's ids, or from the MCP context tool the
