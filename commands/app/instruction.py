@@ -3,30 +3,29 @@ reading the block saves to memory, through the face it is served by.
 
 Over MCP (``face="mcp"``, the ``context`` tool) it names the tools
 ``remember`` and ``record``; otherwise (``face="cli"``, the command line and
-the library) the ``memlog`` commands, with the session's id and its user's.
+the library) the ``memlog`` commands, with the session's id (and its user's).
 The setting ``memory_instruction`` (on by default) turns it off. It is one
 section of the fit, named ``instruction``, printed last and counted in the
 budget like any other; over budget it is trimmed and dropped after every
-section but the handoff (:data:`commands.app.context.DROP_ORDER`).
+section but the memory resources' and the handoff
+(:data:`commands.app.context.DROP_ORDER`). A session with nothing else to
+show still gets it: a new agent learns first how to save.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 from eventstore import InvalidInputError, shown
 from projections import SessionView
 
 from .fitting import Section
 
-__all__ = ["FACES", "TITLE", "Face", "instruction"]
+__all__ = ["FACES", "TITLE", "instruction"]
 
-Face = Literal["cli", "mcp"]
 FACES: tuple[str, ...] = ("cli", "mcp")
 TITLE = "Saving to memory:"
 
-_MCP = ("- Save what should last with the MCP tools: record (kind lesson, decision, finding, task or "
-        "handoff, in this session{user}.")
+_MCP = ("- Save what should last with the MCP tools: record (session_id {sid}, kind lesson, decision, "
+        "finding, task or handoff{user}.")
 _CLI = ("- Save what should last with memlog: memlog add lesson {sid} --content TEXT (or decision "
         "--decision, finding --description, task, handoff){user}.")
 
@@ -39,7 +38,8 @@ def instruction(session: SessionView, face: str, enabled: bool) -> list[Section]
         return []
     uid = session.user_id
     if face == "mcp":
-        text = _MCP.format(user=") or remember (a fact about the user, by key)" if uid else ")")
+        text = _MCP.format(sid=session.session_id,
+                           user=") or remember (a fact about the user, by key)" if uid else ")")
     else:
         user = f"; a fact about the user: memlog remember --user {uid} KEY TEXT" if uid else ""
         text = _CLI.format(sid=session.session_id, user=user)
