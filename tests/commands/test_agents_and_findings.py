@@ -130,7 +130,8 @@ def test_the_context_ends_with_how_to_save_to_memory(store: Path, run: Run) -> N
     with MemoryLog.open(store) as mem:
         served = _call(mem, "alice", "context", session_id=sid)
         assert served["sections"][-1]["name"] == "instruction"
-        assert f"record (session_id {sid}, kind lesson" in served["text"] and "remember (a fact" in served["text"]
+        assert f"record (session_id {sid}, kind lesson" in served["text"]
+        assert "remember (a fact" in served["text"]
         assert "memlog add" not in served["text"]
         mem.record_handoff(sid, content="the handoff " * 10)
         tight = mem.context(sid, budget_tokens=40)
