@@ -150,4 +150,6 @@ class AsyncMemoryLog:
     stats = _on_worker(MemoryLog.stats, "mem")
     verify = _on_worker(MemoryLog.verify, "mem")
     resources = _on_worker(MemoryLog.resources, "mem")
+    agents = _on_worker(MemoryLog.agents, "mem")
+    update_finding = _on_worker(MemoryLog.update_finding, "mem")
 

@@ -57,12 +57,12 @@ from .app.settings import check_settings
 from .app.summaries import SummaryReport
 from .app.summarise import ExtractiveSummariser, Summariser
 from .app.validate import check_data_dir
-from .faces import FormationFace, MaintainFace, UpkeepFace
+from .faces import AgentsFace, FormationFace, MaintainFace, UpkeepFace
 
 __all__ = ["MemoryLog"]
 
 
-class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
+class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
     """A memlog store: ``with MemoryLog.open(path) as mem: ...``."""
 
     def __init__(self, data_dir: Path, settings: Settings, *, create: bool = True,
@@ -308,7 +308,8 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
                include_archived: bool = False, record_access: bool | None = None,
                agent_id: str | None = None, source: str | None = None,
-               mode: str | None = None) -> list[SearchResult]:
+               mode: str | None = None, statuses: Iterable[str] | None = None,
+               severities: Iterable[str] | None = None) -> list[SearchResult]:
         """Search entries and/or memories (seed 000's query API); records the access
         unless switched off.
 
@@ -320,17 +321,20 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         ``entries``, ``memories`` or ``both``; by default ``both`` when
         ``user_id`` is given, else ``entries``; ``mode``: ``text``, ``semantic``,
         ``hybrid`` or None (hybrid when an embedder is installed, else text).
+        ``statuses`` and ``severities`` keep the findings with one of them.
         """
         query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
                                   sort, min_relevance, include_archived,
                                   source=scope.default_source(source, user_id), mode=mode)
-        query = scope.scoped_query(self.store, query, user_id, agent_id)
+        query = scope.scoped_query(self.store, search.with_findings(query, statuses, severities),
+                                   user_id, agent_id)
         return search.search(self.store, query, record_access)
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> ContextBlock:
-        """A context block for a prompt, within a token budget (see :mod:`commands.app.context`)."""
-        return build_context(self.store, session_id, query, budget_tokens, count_tokens)
+                count_tokens: Callable[[str], int] | None = None, face: str = "cli") -> ContextBlock:
+        """A context block for a prompt, within a token budget (see :mod:`commands.app.context`);
+        ``face`` (cli or mcp): how its closing instruction says to save to memory."""
+        return build_context(self.store, session_id, query, budget_tokens, count_tokens, face=face)
 
     # -- audit --------------------------------------------------------------
 

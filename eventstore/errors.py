@@ -31,10 +31,12 @@ __all__ = [
     "E_NOT_WRITABLE",
     "E_NO_STORE",
     "E_PURGE_UNVERIFIED",
+    "E_QUERY_TIMEOUT",
     "E_READ_ONLY",
     "E_SCHEMA_INVALID",
     "E_SESSION_ARCHIVED",
     "E_SESSION_CLOSED",
+    "E_SESSION_CORRUPT",
     "E_SESSION_NOT_FOUND",
     "E_SIZE_LIMIT",
     "E_STORAGE_CORRUPT",
@@ -65,10 +67,12 @@ __all__ = [
     "NotFoundError",
     "NotWritableError",
     "PurgeUnverifiedError",
+    "QueryTimeoutError",
     "ReadOnlyError",
     "RetiredError",
     "SessionArchivedError",
     "SessionClosedError",
+    "SessionCorruptError",
     "SessionNotFoundError",
     "SizeLimitError",
     "StorageError",
@@ -107,6 +111,8 @@ E_NOT_WRITABLE: Final = "E_NOT_WRITABLE"
 E_UNSAFE_STORE: Final = "E_UNSAFE_STORE"
 E_INVALID_PATTERN: Final = "E_INVALID_PATTERN"
 E_PURGE_UNVERIFIED: Final = "E_PURGE_UNVERIFIED"
+E_SESSION_CORRUPT: Final = "E_SESSION_CORRUPT"
+E_QUERY_TIMEOUT: Final = "E_QUERY_TIMEOUT"
 # Not an error class: the CLI's answer to a bug (any exception memlog did not raise on purpose).
 E_INTERNAL: Final = "E_INTERNAL"
 INTERNAL_EXIT_CODE: Final = 70
@@ -181,6 +187,13 @@ class InvalidQueryError(InvalidInputError):
     """A search or filter is malformed."""
 
     code = E_INVALID_QUERY
+
+
+class QueryTimeoutError(InvalidQueryError):
+    """A search ran past its deadline (the setting ``search_deadline_ms``);
+    nothing was recorded: narrow the query or raise the deadline."""
+
+    code = E_QUERY_TIMEOUT
 
 
 class SizeLimitError(InvalidInputError):
@@ -295,6 +308,14 @@ class CorruptionError(StorageError):
         self.seq = seq
 
 
+class SessionCorruptError(CorruptionError):
+    """A session's manifest cannot be read consistently: the views' manifest
+    and the session's stream in the log disagree; ``memlog replay`` rebuilds
+    the views from the log."""
+
+    code = E_SESSION_CORRUPT
+
+
 class NotWritableError(StorageError):
     """The data directory, or a file in it, cannot be written: permissions, a
     read-only file system, or a file where a directory must be."""
@@ -381,5 +402,5 @@ CODES: Final[tuple[str, ...]] = (
     E_NO_STORE, E_SESSION_ARCHIVED, E_SESSION_CLOSED, E_READ_ONLY, E_CONFLICT, E_CONCURRENT_MOD,
     E_DUPLICATE_EVENT, E_STORAGE_IO, E_STORAGE_FULL, E_STORAGE_CORRUPT, E_LOCK_TIMEOUT, E_STORE_REPLACED,
     E_NOT_WRITABLE, E_UNSAFE_STORE, E_INVALID_PATTERN, E_PURGE_UNVERIFIED, E_IMPORT_BAD_RECORD, E_MEMLOG,
-    E_INTERNAL,
+    E_INTERNAL, E_SESSION_CORRUPT, E_QUERY_TIMEOUT,
 )

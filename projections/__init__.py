@@ -11,6 +11,7 @@ from ._skips import Skipped
 from .decay import access_score, decay_factor, entry_importance, importance_of, relevance
 from .embed import Embedder, VectorIndex, default_embedder
 from .models import (
+    AGENT_UNKNOWN,
     DEFAULT_RATES,
     AccessView,
     CheckpointView,
@@ -51,6 +52,7 @@ from .views import VIEW_DBS, ViewReader, ViewStore
 from .views.formation import lesson_words  # -- formation (issue 18) --
 
 __all__ = [
+    "AGENT_UNKNOWN",
     "DEFAULT_RATES",
     "LAYOUT",
     "OPEN_SEQ",

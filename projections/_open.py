@@ -45,7 +45,9 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 8: search content indexed with term frequencies, not positions (nothing asks for a phrase:
 #    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays);
 #    the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).
-LAYOUT = "8"
+# 9: the views keep each entry's agent (agents' counts by kind); a finding's search document
+#    has its status and severity (the search filters of that name).
+LAYOUT = "9"
 
 
 class ProjectionDir:

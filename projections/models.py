@@ -17,6 +17,7 @@ import msgspec
 from eventstore import EntryChanges, EntryRecorded, EntryState, MemoryState
 
 __all__ = [
+    "AGENT_UNKNOWN",
     "DEFAULT_RATES",
     "AccessView",
     "CheckpointView",
@@ -97,7 +98,9 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     ``changes`` accumulates every ``entry.updated`` applied since (later fields
     win). ``size`` (content bytes), ``importance`` (the entry's own, after the
     changes) and ``level`` (impact or severity of its details) let the writer
-    keep statistics and ranking values without reading the log.
+    keep statistics and ranking values without reading the log; ``agent_id``
+    (the entry's writer) lets readers count by agent the same way
+    (:data:`AGENT_UNKNOWN` in a version stored before it was kept).
     """
 
     entry_id: str
@@ -117,6 +120,11 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
     superseded: SupersededInfo | None = None  # a later preference of the same user and key
+    agent_id: str | None = ""  # AGENT_UNKNOWN: stored before the field was kept
+
+
+# The agent_id of a StoredEntry stored before it was kept (no id is empty): read the log's.
+AGENT_UNKNOWN = ""
 
 
 class SessionView(msgspec.Struct, frozen=True, gc=False):

@@ -34,7 +34,7 @@ from eventstore import EventLog
 from tests.mcp_client import ROOT, Conn, serve
 
 READ_TOOLS = {"recall", "context", "show", "sessions", "memories", "transcript", "history", "as_of",
-              "recover"}
+              "recover", "agents"}
 
 
 def marker() -> str:
@@ -336,7 +336,8 @@ async def _read_only_scenario(a: Alice, errlog: Path, how: str) -> None:
                  "complete_task": {"task_id": a.ids["task"], "done": False}, "start_session": {},
                  "close_session": {"session_id": a.ids["open_session"]},
                  "checkpoint": {"session_id": a.ids["open_session"]},
-                 "delete": {"ids": [a.ids["decision"]], "reason": "r", "confirm": True}}
+                 "delete": {"ids": [a.ids["decision"]], "reason": "r", "confirm": True},
+                 "update_finding": {"finding_id": a.ids["decision"], "status": "resolved"}}
         assert set(calls) == WRITE_TOOLS
         for name, args in calls.items():
             assert (await c.fail(name, **args)).startswith("E_READ_ONLY: "), name

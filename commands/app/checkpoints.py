@@ -78,9 +78,10 @@ def checkpoint(store: Store, session_id: str, *, model_id: str | None = None, ch
 
 
 def recover(store: Store, user_id: str, agent_id: str | None = None, *, now: int | None = None,
-            budget_tokens: int | None = None) -> Recovery | None:
+            budget_tokens: int | None = None, face: str = "cli") -> Recovery | None:
     """The newest checkpoint of ``user_id`` (and ``agent_id``) if still valid,
-    with the context and messages as of it; None when there is none or it expired."""
+    with the context and messages as of it; None when there is none or it
+    expired. ``face``: how the context's instruction says to save to memory."""
     uid = check_id(user_id, "user id")
     aid = None if agent_id is None else check_id(agent_id, "agent id")
     days = store.settings.checkpoint_valid_days
@@ -89,7 +90,8 @@ def recover(store: Store, user_id: str, agent_id: str | None = None, *, now: int
         found = next(views.checkpoints(uid, aid), None)
     if found is None or (days and when - found.at > days * _DAY):
         return None
-    block = build_context(store, found.session_id, None, budget_tokens, as_of=found.seq, now=found.at)
+    block = build_context(store, found.session_id, None, budget_tokens, as_of=found.seq, now=found.at,
+                          face=face)
     with store.read(found.seq) as views:
         newest = list(islice(views.session_entries(found.session_id, ("message",), newest_first=True),
                              RECOVERY_MESSAGES))

@@ -46,7 +46,11 @@ in this order (seed 002's, lessons first and the handoff last, after the
 matches, which take only what their share and the others leave)::
 
     recall, lessons, findings, decisions, messages, recovery, summary, tasks,
-    preferences, memories, project, handoff
+    preferences, memories, project, instruction, handoff
+
+The block ends with the memory-writing instruction (section ``instruction``,
+:mod:`commands.app.instruction`): how to save to memory, by the MCP tools or
+the ``memlog`` commands; the setting ``memory_instruction`` turns it off.
 
 Memory resources (:mod:`commands.app.resources.sections`) add a section per
 block, each within its allocation (the resource's ``context_ratio`` of the
@@ -71,6 +75,7 @@ from projections import EntryView, SearchQuery, SessionView, ViewReader
 
 from . import search
 from .fitting import Section, block, fit
+from .instruction import instruction
 from .resources import resource_sections
 from .results import ContextBlock, SearchResult
 from .scope import project_of, session_scope, user_sessions
@@ -81,7 +86,7 @@ from .validate import check_id
 __all__ = ["DROP_ORDER", "RECOVERY_MESSAGES", "build_context", "chars_over_four"]
 
 DROP_ORDER = ("recall", "lessons", "findings", "decisions", "messages", "recovery", "summary", "tasks",
-              "preferences", "memories", "project", "handoff")
+              "preferences", "memories", "project", "instruction", "handoff")
 RECOVERY_MESSAGES = 3
 _TITLES = {
     "project": "Project:", "memories": "User memories:", "preferences": "Preferences:",
@@ -93,7 +98,7 @@ _TITLES = {
 }
 _OWN_HANDOFF = "Handoff (this session):"
 _ORDER = ("project", "memories", "preferences", "handoff", "recall", "decisions", "lessons", "findings",
-          "tasks", "recovery", "summary", "messages")
+          "tasks", "recovery", "summary", "messages", "instruction")
 # The sections a query ranks: (kind, how many). Findings resolved or dropped stay out.
 _SEARCHED = {"decisions": ("decision", 3), "lessons": ("lesson", 2), "findings": ("finding", 2)}
 _CLOSED_FINDINGS = ("resolved", "wont_fix")
@@ -108,10 +113,11 @@ def chars_over_four(text: str) -> int:
 
 def build_context(store: Store, session_id: str, query: str | None, budget: int | None,
                   count_tokens: Callable[[str], int] | None = None, as_of: int | None = None,
-                  now: int | None = None) -> ContextBlock:
+                  now: int | None = None, face: str = "cli") -> ContextBlock:
     """Assemble the block for ``session_id`` within ``budget`` tokens (None: the
     settings' ``context_budget_tokens``; 0 is refused, not taken for None), as
-    of a seq, if given."""
+    of a seq, if given; ``face`` (cli or mcp) words the memory-writing
+    instruction (:mod:`commands.app.instruction`)."""
     count = count_tokens or chars_over_four
     if budget is None:
         budget = store.settings.context_budget_tokens
@@ -127,6 +133,7 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
             raise SessionNotFoundError(f"session {sid} not found{when}")
         gather = _Gather(store, views, session, as_of, now_micros() if now is None else now)
         sections = gather.sections(query or "")
+        sections += instruction(session, face, store.settings.memory_instruction)
         # memory resources (issue 17): their blocks, each within its allocation
         extra = resource_sections(store.settings.resources, views, session, budget, count,
                                   None if as_of is not None else gather.now, store.alias)

@@ -3,16 +3,22 @@ r"""Search use cases: validated queries, the projections' ranking turned into
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from eventstore import (
     ENTRY_KINDS,
+    FINDING_STATUSES,
+    LEVELS,
     MEMORY_DOC_KIND,
     SEARCH_MODES,
     SEARCH_SOURCES,
     SORTS,
     InvalidInputError,
+    QueryTimeoutError,
     format_micros,
     now_micros,
     shown,
@@ -25,9 +31,10 @@ from .sessions import restore_on_read
 from .store import Store
 from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
 
-__all__ = ["check_scope", "find", "make_query", "make_snippet", "search"]
+__all__ = ["check_deadline", "check_scope", "find", "make_query", "make_snippet", "search", "with_findings"]
 
 _SNIPPET = 160
+clock = time.monotonic  # the search deadline's clock
 
 
 def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id: object = None,
@@ -67,6 +74,24 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
     )
 
 
+def with_findings(query: SearchQuery, statuses: Iterable[str] | None,
+                  severities: Iterable[str] | None) -> SearchQuery:
+    """``query`` kept to the findings with one of ``statuses`` and one of
+    ``severities`` (each None or empty: no such filter); a value that is no
+    status or severity is refused."""
+    found = tuple(check_choice(v, "status", FINDING_STATUSES) for v in _values(statuses))
+    levels = tuple(check_choice(v, "severity", LEVELS) for v in _values(severities))
+    if not found and not levels:
+        return query
+    return msgspec.structs.replace(query, statuses=found, severities=levels)
+
+
+def _values(values: Iterable[str] | str | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    return (values,) if isinstance(values, str) else tuple(values)
+
+
 def check_scope(scope: object) -> Scope | None:
     """A valid :class:`Scope` (its ids checked) or None."""
     if scope is None:
@@ -85,12 +110,23 @@ def search(store: Store, query: SearchQuery, record_access: bool | None = None) 
     waits for a durable write."""
     if query.session_id is not None:  # -- upkeep (issue 18): a read naming an archived session restores it
         restore_on_read(store, query.session_id)
+    started = clock()
     with METRICS.timed("search"):
         results = find(store, query)
+    check_deadline(store.settings.search_deadline_ms, started)
     METRICS.add("searches")
     if results and (store.settings.record_access if record_access is None else record_access):
         store.access.record(r.id for r in results if r.type != MEMORY_DOC_KIND)
     return results
+
+
+def check_deadline(deadline_ms: int, started: float) -> None:
+    """Refuse a search that ran past ``deadline_ms`` since ``started`` (0: no
+    deadline) with ``E_QUERY_TIMEOUT``, before it records any access. The
+    check runs when the ranking returns: it does not cut the search short."""
+    if deadline_ms and (clock() - started) * 1000 > deadline_ms:
+        raise QueryTimeoutError(f"the search ran past its deadline of {deadline_ms} ms "
+                                "(search_deadline_ms); narrow the query or raise the deadline")
 
 
 def find(store: Store, query: SearchQuery, as_of: int | None = None, now: int | None = None,

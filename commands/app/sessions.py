@@ -11,11 +11,13 @@ from eventstore import (
     SessionArchived,
     SessionClosed,
     SessionClosedError,
+    SessionCorruptError,
     SessionNotFoundError,
     SessionRestored,
     SessionStarted,
     SessionUpdated,
 )
+from projections import SessionView
 
 from . import log as _log
 from .entries import new_id
@@ -25,8 +27,8 @@ from .store import Store
 from .validate import check_id, check_ids, check_labels, optional_text
 
 __all__ = [
-    "RESTORED_ON_READ", "archive_session", "close_session", "restore_on_read", "restore_session", "session",
-    "sessions", "start_session", "transcript", "update_session",
+    "RESTORED_ON_READ", "archive_session", "check_manifest", "close_session", "restore_on_read",
+    "restore_session", "session", "sessions", "start_session", "transcript", "update_session",
 ]
 
 # -- upkeep (issue 18): the reason of an automatic restore by a read (seed 000)
@@ -96,7 +98,20 @@ def session(store: Store, session_id: str, as_of: int | None = None) -> SessionR
         if view is None:
             when = "" if as_of is None else f" at seq {as_of}"
             raise SessionNotFoundError(f"session {sid} not found{when}")
+        check_manifest(store, view)
         return session_result(view, views.session_stats(sid))
+
+
+def check_manifest(store: Store, view: SessionView) -> None:
+    """Refuse a manifest that the session's stream does not vouch for: the
+    event at its start must be the session's ``session.started``
+    (``E_SESSION_CORRUPT`` otherwise: the views and the log disagree)."""
+    found = store.log.events_at([view.started_seq])[0]
+    if not isinstance(found, SessionStarted) or found.session_id != view.session_id:
+        raise SessionCorruptError(
+            f"session {view.session_id} cannot be read consistently: its manifest starts at seq "
+            f"{view.started_seq}, which is not its session.started in the log; run `memlog replay` "
+            "to rebuild the views from the log")
 
 
 def sessions(store: Store, user_id: str | None = None, archived: bool | None = False,
@@ -169,6 +184,7 @@ def transcript(store: Store, session_id: str, limit: int | None = 50, offset: in
         view = views.session(sid)
         if view is None:
             raise SessionNotFoundError(f"session {sid} not found")
+        check_manifest(store, view)
         page, total = views.session_page(sid, ("message",), offset, limit)
         messages = [entry_result(v) for v in page]
     if view.archived:  # -- upkeep (issue 18) --

@@ -82,6 +82,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ephemeral_max_count: int = 500  # seed 004: past this many ephemeral sessions, the oldest go
     archive_idle_days: int = 30  # seed 000: a session idle this long is archived
     auto_restore: bool = True  # seed 000: a write or read naming an archived session restores it
+    # -- agents and the small fields --
+    memory_instruction: bool = True  # seed 002: the context block ends with how to save to memory
+    search_deadline_ms: int = 0  # a search taking longer fails with E_QUERY_TIMEOUT (0: no limit)
 
 
 # The tables whose keys are fixed and whose defaults a partial table keeps.
@@ -92,7 +95,7 @@ _ENV_TYPES: dict[str, type] = {
     "max_content_bytes": int, "redact_on_ingest": bool, "record_access": bool,
     "search_shards": int, "context_budget_tokens": int, "max_context_messages": int,
     "max_user_memories": int, "sync": bool, "default_actor": str,
-    "semantic": bool,
+    "semantic": bool, "memory_instruction": bool, "search_deadline_ms": int,
 }
 
 
@@ -199,3 +202,5 @@ def check_settings(settings: Settings) -> None:
         value = getattr(settings, name)
         if not 0 <= value <= 1_000_000_000:
             raise InvalidInputError(f"{name} must be an integer from 0 (off) to 1000000000")
+    if not 0 <= settings.search_deadline_ms <= 3_600_000:
+        raise InvalidInputError("search_deadline_ms must be from 0 (no deadline) to 3600000")

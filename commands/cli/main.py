@@ -13,6 +13,7 @@ import click
 
 from . import (
     admin,
+    agents,
     audit,
     entries,
     formation,
@@ -62,6 +63,7 @@ for _command in (
     maintain.maintain,  # -- maintain (issue 18) --
     formation.extract,  # -- formation (issue 18) --
     upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
+    agents.agents, agents.finding,
 ):
     cli.add_command(_command)
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import click
 
-from .base import KINDS, MODE, SORT, SOURCE, Context, pass_context
+from eventstore import FINDING_STATUSES
+
+from .base import KINDS, LEVEL, MODE, SORT, SOURCE, Context, pass_context
 from .render import block, entry_text, hits_text, memory_page_text, plain
 
 __all__ = ["context", "memories", "search", "show", "stats"]
+
+STATUS = click.Choice(FINDING_STATUSES)
 
 
 @click.command()
@@ -56,17 +60,20 @@ def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
 @click.option("--sort", type=SORT, default="relevance")
 @click.option("--min-relevance", type=click.FloatRange(0, 1), default=0.0)
 @click.option("--archived", "include_archived", is_flag=True, help="Include archived sessions.")
+@click.option("--status", "statuses", multiple=True, type=STATUS, help="Only findings with this status.")
+@click.option("--severity", "severities", multiple=True, type=LEVEL, help="Only findings this severe.")
 @pass_context
 def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None, user_id: str | None,
            agent_id: str | None, agents: tuple[str, ...], source: str | None, mode: str | None,
            tags: tuple[str, ...], since: str | None, until: str | None, limit: int, sort: str,
-           min_relevance: float, include_archived: bool) -> None:
+           min_relevance: float, include_archived: bool, statuses: tuple[str, ...],
+           severities: tuple[str, ...]) -> None:
     """Search entries and memories, scoped to a user or an agent when given."""
     with ctx.reading() as mem:
         hits = mem.search(query, kinds=kinds, session_id=session_id, agent_ids=agents, user_id=user_id,
                           agent_id=agent_id, source=source, mode=mode, tags=tags, since=since,
                           until=until, limit=limit, sort=sort, min_relevance=min_relevance,
-                          include_archived=include_archived)
+                          include_archived=include_archived, statuses=statuses, severities=severities)
     ctx.emit(plain(hits), lambda: hits_text(hits))
 
 

@@ -24,8 +24,10 @@ class UpkeepFace:
         return _checkpoints.checkpoint(self.store, session_id, model_id=model_id, chat_id=chat_id,
                                        agent_id=agent_id)
 
-    def recover(self, user_id: str, agent_id: str | None = None) -> _checkpoints.Recovery | None:
+    def recover(self, user_id: str, agent_id: str | None = None,
+                face: str = "cli") -> _checkpoints.Recovery | None:
         """The newest checkpoint of a user (and agent) still valid
         (``checkpoint_valid_days``), with the context and the last 50 messages
-        read as of it; None when there is none or it expired."""
-        return _checkpoints.recover(self.store, user_id, agent_id)
+        read as of it; None when there is none or it expired. ``face`` (cli or
+        mcp): how the context's closing instruction says to save to memory."""
+        return _checkpoints.recover(self.store, user_id, agent_id, face=face)

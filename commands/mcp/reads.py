@@ -8,11 +8,12 @@ server's user (and agent) by the facade's own scope.
 
 from __future__ import annotations
 
-from eventstore import EntryKind, InvalidInputError, SearchMode, SearchSource
+from eventstore import EntryKind, FindingStatus, InvalidInputError, Level, SearchMode, SearchSource
 
 from ..app import MemoryResult
 from ..memory import MemoryLog
 from .results import (
+    AgentsOut,
     AsOfOut,
     ContextOut,
     HistoryOut,
@@ -22,6 +23,7 @@ from .results import (
     SessionsOut,
     ShowOut,
     TranscriptOut,
+    agents_out,
     context_out,
     entry_out,
     history_item_out,
@@ -49,18 +51,21 @@ class ReadTools:
     def recall(self, query: str = "", kinds: list[EntryKind] | None = None, session_id: str | None = None,
                tags: list[str] | None = None, since: str | None = None, until: str | None = None,
                limit: int = 10, mode: SearchMode | None = None, source: SearchSource = "both",
-               user_id: str | None = None) -> RecallOut:
+               user_id: str | None = None, statuses: list[FindingStatus] | None = None,
+               severities: list[Level] | None = None) -> RecallOut:
         """Search the user's entries and memories (and the shared project context).
 
         mode: text (BM25), semantic or hybrid (default: hybrid when an embedder
         is installed, else text); source: entries, memories or both; since and
-        until are ISO 8601 times; session_id keeps one of the user's sessions."""
+        until are ISO 8601 times; session_id keeps one of the user's sessions;
+        statuses and severities keep the findings with one of them."""
         if session_id is not None:
             self.guard.session(session_id)
         hits = self.mem.search(query, kinds=kinds, session_id=session_id, tags=tags, since=since,
                                until=until, limit=limit, mode=mode, source=source,
                                user_id=self.guard.reader(user_id), agent_id=self.scope.agent,
-                               record_access=False if self.scope.read_only else None)
+                               record_access=False if self.scope.read_only else None,
+                               statuses=statuses, severities=severities)
         return {"results": [hit_out(h) for h in hits], "count": len(hits)}
 
     def context(self, session_id: str, query: str | None = None, budget: int | None = None) -> ContextOut:
@@ -72,7 +77,7 @@ class ReadTools:
         self.guard.session(session_id)
         if budget is not None and not 50 <= budget <= 1_000_000:
             raise InvalidInputError(f"budget must be from 50 to 1000000 tokens (got {budget})")
-        return context_out(self.mem.context(session_id, query=query, budget_tokens=budget))
+        return context_out(self.mem.context(session_id, query=query, budget_tokens=budget, face="mcp"))
 
     def show(self, item_id: str) -> ShowOut:
         """An entry (live, redacted or deleted: then without content) or a memory, by id."""
@@ -83,7 +88,7 @@ class ReadTools:
         days by default) of the user (and agent: the server's, unless given),
         with the context and the session's last messages as of it."""
         agent = agent_id if agent_id is not None else self.scope.agent
-        return recovery_out(self.mem.recover(self.guard.user(user_id), agent))
+        return recovery_out(self.mem.recover(self.guard.user(user_id), agent, face="mcp"))
 
     def transcript(self, session_id: str, limit: int = 50, offset: int = 0) -> TranscriptOut:
         """The messages of one of the user's sessions in the order they occurred,
@@ -101,6 +106,11 @@ class ReadTools:
         page = self.mem.memory_page(self.guard.user(user_id), limit=limit, offset=offset)
         return {"memories": [memory_out(m) for m in page.memories], "total": page.total,
                 "offset": page.offset, "limit": page.limit, "next_offset": page.next_offset}
+
+    def agents(self, user_id: str | None = None) -> AgentsOut:
+        """The agents of the user's sessions, each with its entries counted by
+        kind (message, decision, finding, ...), its sessions and its last activity."""
+        return agents_out(self.mem.agents(self.guard.reader(user_id)))
 
     def history(self, item_id: str) -> HistoryOut:
         """Every event that touched one of the user's entries, memories or

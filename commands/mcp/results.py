@@ -23,9 +23,12 @@ from ..app import (
     SessionResult,
     TranscriptPage,
 )
+from ..app.agents import AgentResult
 from ..app.checkpoints import Recovery
 
 __all__ = [
+    "AgentOut",
+    "AgentsOut",
     "AsOfOut",
     "ContextOut",
     "DeletionOut",
@@ -43,6 +46,7 @@ __all__ = [
     "ShowOut",
     "TranscriptOut",
     "WrittenOut",
+    "agents_out",
     "context_out",
     "deletion_out",
     "entry_out",
@@ -321,3 +325,24 @@ def recovery_out(found: Recovery | None) -> RecoveryOut:
     return {"recovered": True, "checkpoint_id": found.checkpoint_id, "session_id": found.session_id,
             "at": found.at, "model_id": found.model_id, "chat_id": found.chat_id,
             "context": context_out(found.context), "messages": [entry_out(m) for m in found.messages]}
+
+
+class AgentOut(TypedDict):
+    """One agent: its entries by kind, their total, its sessions, its last activity (ISO 8601)."""
+
+    agent_id: str
+    counts: dict[str, int]
+    entries: int
+    sessions: int
+    last_activity: str | None
+
+
+class AgentsOut(TypedDict):
+    """The agents of the user's sessions, by id."""
+
+    agents: list[AgentOut]
+
+
+def agents_out(found: list[AgentResult]) -> AgentsOut:
+    """Agents as builtins."""
+    return {"agents": [cast(AgentOut, _builtins(a)) for a in found]}

@@ -103,11 +103,12 @@ def build_server(mem: MemoryLog, scope: ServerScope) -> MemlogServer:
     reads = ReadTools(mem, scope)
     methods: list[Callable[..., Any]] = [reads.recall, reads.context, reads.show, reads.sessions,
                                          reads.memories, reads.transcript, reads.history,
-                                         reads.as_of, reads.recover]
+                                         reads.as_of, reads.recover, reads.agents]
     if not scope.read_only:
         writes = WriteTools(mem, scope)
         methods += [writes.remember, writes.forget, writes.record, writes.complete_task,
-                    writes.start_session, writes.close_session, writes.checkpoint, writes.delete]
+                    writes.start_session, writes.close_session, writes.checkpoint, writes.delete,
+                    writes.update_finding]
     for method in methods:
         server.add_memlog_tool(method, hidden)
     add_resources(server, mem, scope)

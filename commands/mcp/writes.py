@@ -35,7 +35,7 @@ KIND_FIELDS: dict[str, frozenset[str]] = {
 }
 
 WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
-                         "close_session", "checkpoint", "delete"})
+                         "close_session", "checkpoint", "delete", "update_finding"})
 
 
 class WriteTools:
@@ -104,6 +104,12 @@ class WriteTools:
         self.guard.item(task_id, write=True)
         self.mem.complete_task(task_id, done=done)
         return self._written(task_id)
+
+    def update_finding(self, finding_id: str, status: FindingStatus) -> WrittenOut:
+        """Change the status of one of the user's findings (open, in_progress, resolved, ...)."""
+        self.guard.item(finding_id, write=True)
+        self.mem.update_finding(finding_id, status=status)
+        return self._written(finding_id)
 
     def start_session(self, agent_ids: list[str] | None = None, tags: list[str] | None = None,
                       metadata: dict[str, str] | None = None, channel: str | None = None,

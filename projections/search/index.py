@@ -6,6 +6,10 @@ session, agent, user, tags, ``occurred_at`` and the seq interval in which the
 document was current, so a search as of seq ``k`` is a filter, not a replay.
 The ``absent`` field names which of session, agent and user a document has
 not (ids have no reserved value to stand for "none"), for the scope filter.
+A finding's document also has its ``status`` and ``severity`` (an update of
+its status indexes it again), for the filters of that name. An index built
+before those fields has another schema: opening it rebuilds it from the log,
+as ``memlog replay --projection search`` does.
 
 The index is split into shards by entry id, so that removing a deleted entry's
 terms for good means rebuilding one small shard, not the whole index. Each
@@ -28,7 +32,14 @@ from typing import Any, TypeVar
 import msgspec
 import tantivy
 
-from eventstore import MEMORY_DOC_KIND, EntryRecorded, InvalidQueryError, StorageError, entry_texts
+from eventstore import (
+    MEMORY_DOC_KIND,
+    EntryRecorded,
+    FindingDetails,
+    InvalidQueryError,
+    StorageError,
+    entry_texts,
+)
 from eventstore.storage import MaintenanceLock, crashpoint, open_private, private_tree, wipe_tree
 
 from ..models import MemoryView
@@ -58,7 +69,7 @@ def build_schema() -> Any:
     sb = tantivy.SchemaBuilder()
     # No positions: no query is a phrase, and they cost a fifth of the indexing time.
     sb.add_text_field("content", stored=False, tokenizer_name=_terms.TOKENIZER, index_option="freq")
-    for name in ("kind", "session", "agent", "user", "tags", "absent"):
+    for name in ("kind", "session", "agent", "user", "tags", "absent", "status", "severity"):
         sb.add_text_field(name, stored=False, tokenizer_name="raw")
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
     for name in ("rseq", "from_seq", "to_seq", "dl", "memory"):
@@ -87,6 +98,11 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
             absent.append(name)
     if absent:
         fields["absent"] = absent  # which of session, agent, user the entry has not (scope filters)
+    details = event.details
+    if isinstance(details, FindingDetails):  # the status and severity filters
+        fields["status"] = details.status
+        if details.severity is not None:
+            fields["severity"] = details.severity
     return _json(fields).decode()
 
 

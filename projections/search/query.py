@@ -60,6 +60,8 @@ class SearchQuery(msgspec.Struct, frozen=True):
     scope: Scope | None = None
     source: SearchSource = "entries"
     mode: SearchMode | None = None
+    statuses: tuple[str, ...] = ()  # findings with one of these statuses
+    severities: tuple[str, ...] = ()  # findings with one of these severities
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -136,7 +138,8 @@ def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None,
     entries search (see :func:`build_query`)."""
     clauses: list[tuple[Any, Any]] = []
     kinds = query.kinds + ((MEMORY_DOC_KIND,) if query.kinds and query.source != "entries" else ())
-    for field, values in (("kind", kinds), ("agent", query.agent_ids), ("tags", query.tags)):
+    for field, values in (("kind", kinds), ("agent", query.agent_ids), ("tags", query.tags),
+                          ("status", query.statuses), ("severity", query.severities)):
         if values:
             clauses.append((_Must, _any_of(schema, field, values)))
     if query.source == "memories" or (query.source == "entries" and memories):

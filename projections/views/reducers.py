@@ -81,7 +81,8 @@ def entry_recorded(rec: RecordedEvent, event: EntryRecorded) -> StoredEntry:
     level = None if details is None else detail_level(details)
     return StoredEntry(event.entry_id, event.kind, "live", seq, header.recorded_at, seq, seq,
                        None, len(event.content.encode()), event.importance, level,
-                       event.session_id, event.user_id, event.occurred_at)
+                       event.session_id, event.user_id, event.occurred_at, None, None, None,
+                       event.agent_id)
 
 
 def entry_changed(prev: StoredEntry, rec: RecordedEvent, changes: EntryChanges) -> StoredEntry:

@@ -40,7 +40,7 @@ def test_everything_fits_a_large_budget(full: tuple[MemoryLog, str]) -> None:
     block = mem.context(sid, query="database", budget_tokens=5000)
     names = [s.name for s in block.sections]
     assert names == ["project", "memories", "preferences", "handoff", "decisions", "lessons", "tasks",
-                     "summary", "messages"]
+                     "summary", "messages", "instruction"]
     assert block.truncated and block.dropped == ()
     assert block.tokens <= 5000
     assert "message 11" in block.text and "message 6 " not in block.text

@@ -122,7 +122,7 @@ def test_without_a_query_the_block_is_as_before(tmp_path: Path) -> None:
     previous session's last messages); the query only adds its section."""
     store = tmp_path / "s"
     ids = _seed(store)
-    with MemoryLog.open(store) as mem:
+    with MemoryLog.open(store, memory_instruction=False) as mem:  # the block without its closing instruction
         plain = mem.context(ids["fresh"], budget_tokens=1000)
         asked = mem.context(ids["fresh"], query=QUESTION, budget_tokens=1000)
     last = "\n".join(f"[user]: alice: later note {i} on the build pipeline" for i in (1, 2, 3))
