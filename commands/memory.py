@@ -308,7 +308,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
                limit: int = 10, sort: str = "relevance", min_relevance: float = 0.0,
                include_archived: bool = False, record_access: bool | None = None,
                agent_id: str | None = None, source: str | None = None,
-               mode: str | None = None) -> list[SearchResult]:
+               mode: str | None = None, topic: str | None = None) -> list[SearchResult]:
         """Search entries and/or memories (seed 000's query API); records the access
         unless switched off.
 
@@ -320,10 +320,11 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
         ``entries``, ``memories`` or ``both``; by default ``both`` when
         ``user_id`` is given, else ``entries``; ``mode``: ``text``, ``semantic``,
         ``hybrid`` or None (hybrid when an embedder is installed, else text).
+        ``topic`` keeps only messages of that topic.
         """
         query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
                                   sort, min_relevance, include_archived,
-                                  source=scope.default_source(source, user_id), mode=mode)
+                                  source=scope.default_source(source, user_id), mode=mode, topic=topic)
         query = scope.scoped_query(self.store, query, user_id, agent_id)
         return search.search(self.store, query, record_access)
 

@@ -45,7 +45,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 # 8: search content indexed with term frequencies, not positions (nothing asks for a phrase:
 #    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays);
 #    the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).
-LAYOUT = "8"
+# 9: search documents hold a message's ``topic`` (the ``--topic`` filter); a memory's view, its session.
+LAYOUT = "9"
 
 
 class ProjectionDir:

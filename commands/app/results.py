@@ -131,6 +131,7 @@ class MemoryResult(msgspec.Struct, frozen=True):
     state: str
     saved_at: str
     superseded: dict[str, Any] | None = None  # by (id), seq and at: a later save under the key
+    session_id: str | None = None  # the session it was said in (``remember --session``)
 
 
 class ContextSection(msgspec.Struct, frozen=True):
@@ -234,4 +235,4 @@ def memory_result(view: MemoryView) -> MemoryResult:
     """A memory view as a result."""
     return MemoryResult(id=view.memory_id, user_id=view.user_id, key=view.key, content=view.content,
                         state=view.state, saved_at=format_micros(view.saved_at),
-                        superseded=superseded_dict(view.superseded))
+                        superseded=superseded_dict(view.superseded), session_id=view.session_id)

@@ -158,12 +158,13 @@ def task_done(ctx: Context, task_id: str, undo: bool) -> None:
 
 @click.command()
 @click.option("--user", "user_id", required=True)
+@click.option("--session", "session_id", help="The session it was said in (one of the user's).")
 @click.argument("key")
 @click.argument("content", callback=stdin_value)
 @pass_context
-def remember(ctx: Context, user_id: str, key: str, content: str) -> None:
+def remember(ctx: Context, user_id: str, session_id: str | None, key: str, content: str) -> None:
     """Remember CONTENT for a user under KEY (CONTENT - reads it from stdin)."""
-    ctx.write(lambda m: m.remember(user_id, key, content), "remembered")
+    ctx.write(lambda m: m.remember(user_id, key, content, session_id), "remembered")
 
 
 @click.command()

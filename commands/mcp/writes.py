@@ -49,10 +49,12 @@ class WriteTools:
     def _written(self, item_id: str) -> WrittenOut:
         return {"id": item_id, "seq": self.mem.last_seq}
 
-    def remember(self, key: str, content: str, user_id: str | None = None) -> WrittenOut:
+    def remember(self, key: str, content: str, user_id: str | None = None,
+                 session_id: str | None = None) -> WrittenOut:
         """Remember content for the user under a key (replacing an earlier one);
-        returns the memory's id."""
-        return self._written(self.mem.remember(self.guard.user(user_id), key, content))
+        session_id: one of the user's sessions, where it was said. Returns the memory's id."""
+        sid = None if session_id is None else self.guard.session(session_id).id
+        return self._written(self.mem.remember(self.guard.user(user_id), key, content, sid))
 
     def forget(self, key: str, user_id: str | None = None) -> DeletionOut:
         """Forget the user's memory under a key, for good: every saved version
