@@ -211,11 +211,13 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace):
                                       tool_call_id=tool_call_id)
 
     def record_decision(self, session_id: str, *, decision: str, rationale: str | None = None,
-                        alternatives: Iterable[str] = (), impact: str | None = None,
+                        alternatives: Iterable[str | Mapping[str, str | None]] = (),
+                        impact: str | None = None,
                         made_by: str | None = None, approved_by: Iterable[str] = (),
                         tags: Iterable[str] = (), occurred_at: Any = None,
                         derived_from: Iterable[str] = ()) -> str:
-        """Record a decision (seed 000's fields)."""
+        """Record a decision (seed 000's fields); an alternative is an option, or
+        ``{"option": ..., "rejected_reason": ...}`` (shown as ``details.alternatives_considered``)."""
         return records.record_decision(self.store, session_id, decision=decision, rationale=rationale,
                                        alternatives=alternatives, impact=impact, made_by=made_by,
                                        approved_by=approved_by, tags=tags, occurred_at=occurred_at,

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from eventstore import format_micros
+from eventstore import DecisionDetails, format_micros
 from projections import EntryView, MemoryView, SessionStats, SessionView, SupersededInfo, TombstoneInfo
 
 __all__ = [
@@ -195,6 +195,8 @@ def entry_result(view: EntryView) -> EntryResult:
                            deleted=deleted, redacted=redacted, superseded=superseded_dict(view.superseded))
     details = msgspec.to_builtins(entry.details) if entry.details is not None else {}
     details.pop("kind", None)
+    if isinstance(entry.details, DecisionDetails):
+        details["alternatives_considered"] = alternatives_considered(entry.details)
     return EntryResult(
         id=view.entry_id, type=view.kind, state=view.state, content=entry.content,
         session_id=entry.session_id, user_id=entry.user_id, agent_id=entry.agent_id, role=entry.role,
@@ -205,6 +207,14 @@ def entry_result(view: EntryView) -> EntryResult:
         redactions=dict(entry.redactions), deleted=deleted, redacted=redacted,
         superseded=superseded_dict(view.superseded),
     )
+
+
+def alternatives_considered(details: DecisionDetails) -> list[dict[str, str | None]]:
+    """A decision's alternatives as seed 000 has them: ``{option, rejected_reason}``
+    (None for an alternative recorded without a reason, as every one before reasons were kept)."""
+    reasons = details.rejected_reasons
+    return [{"option": option, "rejected_reason": reasons[i] if i < len(reasons) and reasons[i] else None}
+            for i, option in enumerate(details.alternatives)]
 
 
 def absent_result(current: EntryResult | MemoryResult) -> EntryResult:

@@ -100,3 +100,122 @@ def test_search_filters_by_topic(run: Run, store: Path) -> None:
         mem.replay(["search"])
         assert [h.id for h in mem.search("store", topic="database_selection")] == [db]
         assert [h.id for h in mem.as_of(mem.log.head().seq).search("store", topic="caching")] != [db]
+
+
+def test_hashtags_become_tags(run: Run, store: Path) -> None:
+    """``#tags`` of any entry's content join its tags, lower case and once each;
+    a hashtag inside a span the ingest redactor removed yields no tag."""
+    sid = _session(run, "--user", "alice")
+    lesson = _ok(run("add", "lesson", sid, "--content", "Use #React with #typescript and #react"))["id"]
+    assert _ok(run("show", lesson))["tags"] == ["react", "typescript"]
+    given = _ok(run("add", "message", sid, "--role", "user", "--content", "ship it #Release #infra",
+                    "--tag", "infra"))["id"]
+    assert _ok(run("show", given))["tags"] == ["infra", "release"]
+    token = "#ghp_" + "a1" * 12
+    secret = _ok(run("add", "task", sid, "--content", f"rotate {token} before #friday"))["id"]
+    shown = _ok(run("show", secret))
+    assert shown["tags"] == ["friday"] and "ghp_" not in str(shown)
+    assert [h["id"] for h in _ok(run("search", "--tag", "typescript"))] == [lesson]
+    with MemoryLog.open(store) as mem:
+        did = mem.record_decision(sid, decision="Pick #Postgres", tags=["db"])
+        assert mem.show(did).tags == ("db", "postgres")
+        _, writes = _tools(mem, "alice")
+        hid = writes.record(sid, "handoff", "next: #deploy")["id"]
+        assert mem.show(hid).tags == ("deploy",)
+
+
+def test_message_parent_in_the_same_session(run: Run, store: Path) -> None:
+    """``--parent`` records the message this one answers; a parent that is not a
+    message of the same session is refused and nothing is written."""
+    sid = _session(run, "--user", "alice")
+    other = _session(run, "--user", "alice")
+    first = _ok(run("add", "message", sid, "--role", "user", "--content", "which database"))["id"]
+    reply = _ok(run("add", "message", sid, "--role", "assistant", "--content", "PostgreSQL",
+                    "--parent", first))["id"]
+    assert _ok(run("show", reply))["details"]["parent_id"] == first
+    elsewhere = _ok(run("add", "message", other, "--role", "user", "--content", "hello"))["id"]
+    lesson = _ok(run("add", "lesson", sid, "--content", "a lesson"))["id"]
+    before = _ok(run("stats"))["head_seq"]
+    for parent in ("msg-000000000000", elsewhere, lesson):
+        code, _, err = run("add", "message", sid, "--role", "user", "--content", "x", "--parent", parent)
+        assert code != 0 and "E_ENTRY_NOT_FOUND" in err
+    assert _ok(run("stats"))["head_seq"] == before
+    with MemoryLog.open(store) as mem:
+        lib = mem.add_message(sid, role="user", content="thanks", parent_id=reply)
+        assert mem.show(lib).details["parent_id"] == reply  # type: ignore[union-attr]
+        with pytest.raises(EntryNotFoundError):
+            mem.add_message(other, role="user", content="x", parent_id=reply)
+        with mem.batch():  # a parent recorded earlier in the same batch
+            a = mem.add_message(sid, role="user", content="batched question")
+            b = mem.add_message(sid, role="assistant", content="batched answer", parent_id=a)
+        assert mem.show(b).details["parent_id"] == a  # type: ignore[union-attr]
+        _, writes = _tools(mem, "alice")
+        tool = writes.record(sid, "message", "and then?", role="user", parent_id=lib)["id"]
+        assert mem.show(tool).details["parent_id"] == lib  # type: ignore[union-attr]
+
+
+def test_decision_alternatives_with_rejected_reasons(run: Run, store: Path) -> None:
+    """Alternatives are ``{option, rejected_reason}``: ``OPTION: reason`` on the
+    CLI, a mapping in the library and MCP; a plain option keeps no reason."""
+    sid = _session(run, "--user", "alice")
+    did = _ok(run("add", "decision", sid, "--decision", "Use PostgreSQL",
+                  "--alternative", "MySQL: weaker JSON", "--alternative", "SQLite"))["id"]
+    details = _ok(run("show", did))["details"]
+    assert details["alternatives_considered"] == [{"option": "MySQL", "rejected_reason": "weaker JSON"},
+                                                  {"option": "SQLite", "rejected_reason": None}]
+    assert details["alternatives"] == ["MySQL", "SQLite"]
+    assert [h["id"] for h in _ok(run("search", "weaker"))] == [did]  # the reason is searchable
+    with MemoryLog.open(store) as mem:
+        lib = mem.record_decision(sid, decision="Use NATS", alternatives=[
+            {"option": "Kafka", "rejected_reason": "heavy to run"}, "Redis"])
+        got = mem.show(lib).details["alternatives_considered"]  # type: ignore[union-attr]
+        assert got == [{"option": "Kafka", "rejected_reason": "heavy to run"},
+                       {"option": "Redis", "rejected_reason": None}]
+        _, writes = _tools(mem, "alice")
+        tool = writes.record(sid, "decision", "Use LMDB", alternatives=[
+            {"option": "RocksDB", "rejected_reason": "a C++ build"}])["id"]
+        assert mem.show(tool).details["alternatives_considered"] == [  # type: ignore[union-attr]
+            {"option": "RocksDB", "rejected_reason": "a C++ build"}]
+        with pytest.raises(Exception, match="option and rejected_reason"):
+            mem.record_decision(sid, decision="d", alternatives=[{"option": "x", "why": "y"}])
+        before = views_dump(mem)
+        mem.replay()
+        assert views_dump(mem) == before
+
+
+def test_old_decisions_decode_with_plain_alternatives() -> None:
+    """A decision written before reasons were kept (no ``rejected_reasons``)
+    decodes, and shows each alternative as an option without a reason."""
+    import msgspec
+
+    from commands.app.results import alternatives_considered
+    from eventstore import DecisionDetails, EntryRecorded
+
+    old = {"type": "entry.recorded", "entry_id": "dec-1", "kind": "decision", "content": "Use PostgreSQL",
+           "occurred_at": 1, "details": {"kind": "decision", "alternatives": ["MySQL: weaker JSON"],
+                                         "approved_by": []}}
+    event = msgspec.msgpack.decode(msgspec.msgpack.encode(old), type=EntryRecorded)
+    assert isinstance(event.details, DecisionDetails) and event.details.rejected_reasons == ()
+    assert alternatives_considered(event.details) == [{"option": "MySQL: weaker JSON", "rejected_reason": None}]
+
+
+def test_a_writer_joins_the_session_agents(run: Run, store: Path) -> None:
+    """An entry written with a new agent adds it to the session's ``agent_ids``
+    (a ``session.updated`` in the same append); live views equal a replay's."""
+    sid = _session(run, "--user", "alice", "--agent", "architect")
+    _ok(run("add", "message", sid, "--role", "assistant", "--content", "hi", "--agent", "newagent"))
+    _ok(run("add", "message", sid, "--role", "assistant", "--content", "again", "--agent", "newagent"))
+    assert _ok(run("session", "show", sid))["agent_ids"] == ["architect", "newagent"]
+    with MemoryLog.open(store) as mem:
+        mem.record_finding(sid, description="slow query", agent_id="reviewer")
+        with mem.batch():
+            mem.add_message(sid, role="assistant", content="one", agent_id="batcher")
+            mem.add_message(sid, role="assistant", content="two", agent_id="batcher")
+        _, writes = _tools(mem, "alice", agent="mcp-agent")
+        writes.record(sid, "lesson", "a lesson from the tool")
+        assert mem.session(sid).agent_ids == ("architect", "newagent", "reviewer", "batcher", "mcp-agent")
+        updates = [i for i in mem.history(sid) if i.type == "session.updated"]
+        assert len(updates) == 4  # once per new agent
+        before = views_dump(mem)
+        mem.replay()
+        assert views_dump(mem) == before
