@@ -77,7 +77,9 @@ def _alternative(text: str) -> str | dict[str, str]:
     """``OPTION: reason`` (split at the first colon and space) as an option and the
     reason it was rejected; a text without one, or with an empty side, is an option alone."""
     option, sep, reason = text.partition(": ")
-    return {"option": option, "rejected_reason": reason} if sep and option.strip() and reason.strip() else text
+    if not (sep and option.strip() and reason.strip()):
+        return text
+    return {"option": option, "rejected_reason": reason}
 
 
 @add.command("finding")

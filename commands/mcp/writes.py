@@ -11,10 +11,10 @@ requested by the server's actor.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import StrictBool
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict  # pydantic (the SDK) reads these below Python 3.12
 
 from eventstore import AbortedError, EntryKind, FindingStatus, InvalidInputError, Level, Role
 
@@ -78,10 +78,12 @@ class WriteTools:
                tags: list[str] | None = None, occurred_at: str | None = None,
                agent_id: str | None = None, parent_id: str | None = None) -> WrittenOut:
         """Record an entry in one of the user's sessions: a message (role needed;
-        topic, tool_call_id, parent_id: the message of the session it answers), a decision (content is what was decided; rationale,
-        alternatives: each an option, or {option, rejected_reason}; impact, approved_by), a finding (content is the description;
-        severity, category, evidence, recommendation, status), a lesson, a task
-        or a handoff. Fields of another kind are refused."""
+        topic, tool_call_id, parent_id: the message of the session it answers),
+        a decision (content is what was decided; rationale, alternatives: each an
+        option or {option, rejected_reason}; impact, approved_by), a finding
+        (content is the description; severity, category, evidence,
+        recommendation, status), a lesson, a task or a handoff. Fields of
+        another kind are refused."""
         fields = {"role": role, "topic": topic, "tool_call_id": tool_call_id, "rationale": rationale,
                   "alternatives": alternatives, "impact": impact, "approved_by": approved_by,
                   "severity": severity, "category": category, "evidence": evidence,

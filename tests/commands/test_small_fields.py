@@ -196,7 +196,8 @@ def test_old_decisions_decode_with_plain_alternatives() -> None:
                                          "approved_by": []}}
     event = msgspec.msgpack.decode(msgspec.msgpack.encode(old), type=EntryRecorded)
     assert isinstance(event.details, DecisionDetails) and event.details.rejected_reasons == ()
-    assert alternatives_considered(event.details) == [{"option": "MySQL: weaker JSON", "rejected_reason": None}]
+    shown = alternatives_considered(event.details)
+    assert shown == [{"option": "MySQL: weaker JSON", "rejected_reason": None}]
 
 
 def test_a_writer_joins_the_session_agents(run: Run, store: Path) -> None:
