@@ -217,6 +217,18 @@ def alternatives_considered(details: DecisionDetails) -> list[dict[str, str | No
             for i, option in enumerate(details.alternatives)]
 
 
+def shown_details(details: dict[str, Any]) -> dict[str, Any]:
+    """Details as a text shows them: a decision's alternatives each with its
+    rejected reason (``OPTION (rejected: reason)``), in place of the lists they are kept in."""
+    considered = details.get("alternatives_considered")
+    if considered is None:
+        return details
+    shown = {k: v for k, v in details.items() if k not in ("rejected_reasons", "alternatives_considered")}
+    shown["alternatives"] = [f"{a['option']} (rejected: {a['rejected_reason']})" if a["rejected_reason"]
+                             else a["option"] for a in considered]
+    return shown
+
+
 def absent_result(current: EntryResult | MemoryResult) -> EntryResult:
     """What an as-of read answers for an id recorded after the point: state
     ``absent``, its type, and nothing else (DESIGN section 7)."""

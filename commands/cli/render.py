@@ -17,6 +17,7 @@ import msgspec
 from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
 from ..app.records import MemoryPage
 from ..app.reports import escape_controls
+from ..app.results import shown_details
 
 __all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "memory_page_text", "plain",
            "session_text"]
@@ -42,18 +43,6 @@ def block(text: str, indent: str = "") -> str:
     return escape_controls(text, keep="\n\t").replace("\n", "\n" + indent)
 
 
-def _details(details: dict[str, Any]) -> dict[str, Any]:
-    """Details as shown: a decision's alternatives each with its rejected reason
-    (``OPTION (rejected: reason)``), in place of the lists they are kept in."""
-    considered = details.get("alternatives_considered")
-    if considered is None:
-        return details
-    shown = {k: v for k, v in details.items() if k not in ("rejected_reasons", "alternatives_considered")}
-    shown["alternatives"] = [f"{a['option']} (rejected: {a['rejected_reason']})" if a["rejected_reason"]
-                             else a["option"] for a in considered]
-    return shown
-
-
 def entry_text(item: EntryResult | MemoryResult) -> str:
     """An entry or memory, one field a line (content as an indented block)."""
     if isinstance(item, MemoryResult):
@@ -67,7 +56,7 @@ def entry_text(item: EntryResult | MemoryResult) -> str:
         value = getattr(item, name)
         if value:
             lines.append(f"  {name}: {field(value)}")
-    for name, value in _details(item.details).items():
+    for name, value in shown_details(item.details).items():
         if value not in (None, [], ()):
             shown = fields(value) if isinstance(value, list | tuple) else field(value)
             lines.append(f"  {field(name)}: {shown}")
