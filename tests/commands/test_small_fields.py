@@ -87,8 +87,8 @@ def test_search_filters_by_topic(run: Run, store: Path) -> None:
     sid = _session(run, "--user", "alice")
     db = _ok(run("add", "message", sid, "--role", "user", "--content", "which store for payments",
                  "--topic", "database_selection"))["id"]
-    _ok(run("add", "message", sid, "--role", "user", "--content", "which store for the cache",
-            "--topic", "caching"))
+    cache = _ok(run("add", "message", sid, "--role", "user", "--content", "which store for the cache",
+                    "--topic", "caching"))["id"]
     _ok(run("add", "lesson", sid, "--content", "a store for payments needs ACID"))
     assert [h["id"] for h in _ok(run("search", "store", "--topic", "database_selection"))] == [db]
     assert [h["id"] for h in _ok(run("search", "--topic", "database_selection"))] == [db]
@@ -99,7 +99,7 @@ def test_search_filters_by_topic(run: Run, store: Path) -> None:
         assert [h["id"] for h in reads.recall("store", topic="database_selection")["results"]] == [db]
         mem.replay(["search"])
         assert [h.id for h in mem.search("store", topic="database_selection")] == [db]
-        assert [h.id for h in mem.as_of(mem.log.head().seq).search("store", topic="caching")] != [db]
+        assert [h.id for h in mem.as_of(mem.log.head().seq).search("store", topic="caching")] == [cache]
 
 
 def test_hashtags_become_tags(run: Run, store: Path) -> None:
@@ -220,3 +220,41 @@ def test_a_writer_joins_the_session_agents(run: Run, store: Path) -> None:
         before = views_dump(mem)
         mem.replay()
         assert views_dump(mem) == before
+
+
+def test_the_mcp_server_takes_the_new_arguments(tmp_path: Path) -> None:
+    """Through the MCP protocol (an in-process client): record's parent_id and
+    alternatives objects, remember's session_id and recall's topic pass the
+    tools' input schemas."""
+    import asyncio
+
+    mcp = pytest.importorskip("mcp")
+    from commands.mcp import build_server
+
+    async def scenario(mem: MemoryLog, sid: str) -> dict[str, Any]:
+        async with mcp.Client(build_server(mem, ServerScope("alice", "helper"))) as client:
+            async def call(name: str, **args: Any) -> Any:
+                result = await client.call_tool(name, args)
+                assert not result.is_error, result.content
+                return result.structured_content
+
+            ask = (await call("record", session_id=sid, kind="message", content="which queue",
+                              role="user", topic="queues"))["id"]
+            reply = (await call("record", session_id=sid, kind="message", content="Kafka for the queue",
+                                role="assistant", topic="queues", parent_id=ask))["id"]
+            did = (await call("record", session_id=sid, kind="decision", content="Use Kafka", alternatives=[
+                {"option": "SQS", "rejected_reason": "no replay"}, "Redis"]))["id"]
+            mid = (await call("remember", key="queue", content="Kafka", session_id=sid))["id"]
+            found = await call("recall", query="queue", topic="queues", source="entries")
+            return {"reply": reply, "ask": ask, "did": did, "mid": mid,
+                    "found": [h["id"] for h in found["results"]]}
+
+    with MemoryLog.open(tmp_path / "store") as mem:
+        sid = mem.start_session(user_id="alice")
+        got = asyncio.run(scenario(mem, sid))
+        assert set(got["found"]) == {got["ask"], got["reply"]}
+        assert mem.show(got["reply"]).details["parent_id"] == got["ask"]  # type: ignore[union-attr]
+        assert mem.show(got["did"]).details["alternatives_considered"] == [  # type: ignore[union-attr]
+            {"option": "SQS", "rejected_reason": "no replay"}, {"option": "Redis", "rejected_reason": None}]
+        assert mem.show(got["mid"]).session_id == sid  # type: ignore[union-attr]
+        assert mem.session(sid).agent_ids == ("helper",)
