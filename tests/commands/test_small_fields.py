@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from commands import MemoryLog
+from commands.app.scan import scan_tree
 from commands.mcp.reads import ReadTools
 from commands.mcp.scope import ServerScope
 from commands.mcp.writes import WriteTools
@@ -116,6 +117,14 @@ def test_hashtags_become_tags(run: Run, store: Path) -> None:
     shown = _ok(run("show", secret))
     assert shown["tags"] == ["friday"] and "ghp_" not in str(shown)
     assert [h["id"] for h in _ok(run("search", "--tag", "typescript"))] == [lesson]
+    red = _ok(run("add", "lesson", sid, "--content", "zeta plan: ship #projectzeta first, then #docs"))["id"]
+    assert _ok(run("show", red))["tags"] == ["projectzeta", "docs"]
+    assert scan_tree(store, [b"projectzeta"])[0]  # the positive control
+    _ok(run("redact", red, "--regex", "ship #projectzeta first", "--reason", "codename",
+            "--requested-by", "dpo"))
+    assert _ok(run("show", red))["tags"] == ["docs"]  # a later redaction takes its hashtags' tags too
+    assert _ok(run("search", "--tag", "projectzeta")) == []
+    assert scan_tree(store, [b"projectzeta"])[0] == {}  # no byte of it left, in any file
     with MemoryLog.open(store) as mem:
         did = mem.record_decision(sid, decision="Pick #Postgres", tags=["db"])
         assert mem.show(did).tags == ("db", "postgres")
