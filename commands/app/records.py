@@ -24,6 +24,7 @@ from eventstore import (
     Event,
     InvalidInputError,
     MemorySaved,
+    SessionNotFoundError,
     SessionStarted,
     SessionUpdated,
     shown,
@@ -114,11 +115,12 @@ def record_message(store: Store, session_id: str, *, role: str, content: str,
     if tool_call_id is not None and role != "tool":
         raise InvalidInputError("tool_call_id is only for messages of role 'tool'")
     details = store.entries.message(topic, parent_id, tool_call_id)
+    entry = store.entries.build(
+        "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
+        tags=tags, importance=importance, occurred_at=occurred_at, details=details)
     if details is not None and details.parent_id is not None:
         _check_parent_message(store, sid, details.parent_id)
-    return _record_in(store, sid, store.entries.build(
-        "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
-        tags=tags, importance=importance, occurred_at=occurred_at, details=details))
+    return _record_in(store, sid, entry)
 
 
 def _check_parent_message(store: Store, session_id: str, parent_id: str) -> None:
@@ -128,7 +130,9 @@ def _check_parent_message(store: Store, session_id: str, parent_id: str) -> None
            for e in store.writer.queued(f"session:{session_id}")):
         return  # recorded earlier in the same batch
     with store.read() as views:
-        view = views.entry(parent_id)
+        view, session = views.entry(parent_id), views.session(session_id)
+    if session is None:
+        raise SessionNotFoundError(f"session {session_id} not found")
     if (view is None or view.kind != "message" or view.session_id != session_id
             or view.state not in SHOWN_STATES):
         raise EntryNotFoundError(f"parent message {parent_id} not found in session {session_id}")
