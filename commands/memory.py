@@ -211,11 +211,13 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                                       tool_call_id=tool_call_id)
 
     def record_decision(self, session_id: str, *, decision: str, rationale: str | None = None,
-                        alternatives: Iterable[str] = (), impact: str | None = None,
+                        alternatives: Iterable[str | Mapping[str, str | None]] = (),
+                        impact: str | None = None,
                         made_by: str | None = None, approved_by: Iterable[str] = (),
                         tags: Iterable[str] = (), occurred_at: Any = None,
                         derived_from: Iterable[str] = ()) -> str:
-        """Record a decision (seed 000's fields)."""
+        """Record a decision (seed 000's fields); an alternative is an option, or
+        ``{"option": ..., "rejected_reason": ...}`` (shown as ``details.alternatives_considered``)."""
         return records.record_decision(self.store, session_id, decision=decision, rationale=rationale,
                                        alternatives=alternatives, impact=impact, made_by=made_by,
                                        approved_by=approved_by, tags=tags, occurred_at=occurred_at,
@@ -309,7 +311,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                include_archived: bool = False, record_access: bool | None = None,
                agent_id: str | None = None, source: str | None = None,
                mode: str | None = None, statuses: Iterable[str] | None = None,
-               severities: Iterable[str] | None = None) -> list[SearchResult]:
+               severities: Iterable[str] | None = None, topic: str | None = None) -> list[SearchResult]:
         """Search entries and/or memories (seed 000's query API); records the access
         unless switched off.
 
@@ -321,11 +323,12 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         ``entries``, ``memories`` or ``both``; by default ``both`` when
         ``user_id`` is given, else ``entries``; ``mode``: ``text``, ``semantic``,
         ``hybrid`` or None (hybrid when an embedder is installed, else text).
-        ``statuses`` and ``severities`` keep the findings with one of them.
+        ``statuses`` and ``severities`` keep the findings with one of them; ``topic``
+        keeps only messages of that topic.
         """
         query = search.make_query(text, kinds, session_id, agent_ids, None, tags, since, until, limit,
                                   sort, min_relevance, include_archived,
-                                  source=scope.default_source(source, user_id), mode=mode)
+                                  source=scope.default_source(source, user_id), mode=mode, topic=topic)
         query = scope.scoped_query(self.store, search.with_findings(query, statuses, severities),
                                    user_id, agent_id)
         return search.search(self.store, query, record_access)

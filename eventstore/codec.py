@@ -127,7 +127,7 @@ def validate_payloads(events: Sequence[object], max_bytes: int) -> tuple[bytes, 
             bad = _bad_id(event, "$")
             if bad is not None:
                 raise InvalidEventError(f"invalid {_tag(event)} event: `{bad}` must be an id of letters, "
-                                        "digits and . _ : @ - (max 128)")
+                                        "digits and . _ : @ + - (max 128)")
     return tuple(out)
 
 

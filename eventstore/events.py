@@ -94,6 +94,9 @@ class DecisionDetails(msgspec.Struct, frozen=True, gc=False, tag="decision", tag
     impact: Level | None = None
     made_by: Label | None = None
     approved_by: tuple[Label, ...] = ()
+    # The reason each alternative was rejected, by position ("" for none; may be
+    # shorter than ``alternatives``): decisions recorded before it have none.
+    rejected_reasons: tuple[str, ...] = ()
 
 
 class FindingDetails(msgspec.Struct, frozen=True, gc=False, tag="finding", tag_field="kind"):

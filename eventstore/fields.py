@@ -14,7 +14,7 @@ __all__ = ["ID_PATTERN", "MAX_COUNT", "Count", "Days", "Id", "Label", "Micros", 
 
 # Ids are checked against ID_PATTERN when written (eventstore.codec), not on
 # every decode: a regex per id field doubled the cost of reading the log.
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z"
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}\Z"
 # Times lie in the supported range (eventstore.timeutil): a time beyond it
 # would be stored, and then every read that formats it would fail. Seqs and
 # byte counts fit a signed 64-bit integer.

@@ -25,8 +25,8 @@ from .timeutil import parse_point, to_micros
 
 __all__ = ["EventLog", "LogBatch", "LogSettings"]
 
-_STREAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}\Z")
-_EVENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_STREAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}\Z")
+_EVENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}\Z")
 _ACTOR = re.compile(r"[^\x00-\x1f\x7f]{1,200}\Z")
 
 
@@ -252,13 +252,13 @@ class LogBatch:
 def _check_stream(stream: object) -> None:
     if not isinstance(stream, str) or not _STREAM.match(stream):
         raise InvalidEventError(
-            f"invalid stream id {shown(stream)}: use letters, digits and . _ : @ - (max 200)"
+            f"invalid stream id {shown(stream)}: use letters, digits and . _ : @ + - (max 200)"
         )
 
 
 def _check_id(value: object, what: str) -> None:
     if not isinstance(value, str) or not _EVENT_ID.match(value):
-        raise InvalidEventError(f"invalid {what} {shown(value)}: use letters, digits and . _ : @ -")
+        raise InvalidEventError(f"invalid {what} {shown(value)}: use letters, digits and . _ : @ + -")
 
 
 def _check_expected(expected: object) -> None:

@@ -33,7 +33,7 @@ def entry_texts(entry: EntryRecorded) -> Iterator[str]:
         if isinstance(value, str):
             yield value
         elif isinstance(value, tuple):
-            yield from value
+            yield from (v for v in value if v)  # a decision's "" stands for no rejected reason
 
 
 def map_texts(entry: EntryRecorded, rewrite: Callable[[str], str]) -> EntryRecorded:

@@ -79,7 +79,7 @@ ID_PREFIXES: Final[dict[str, str]] = {
 # declaration order; a tuple-valued field holds several texts.
 DETAIL_TEXT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "message": ("topic",),
-    "decision": ("rationale", "alternatives"),
+    "decision": ("rationale", "alternatives", "rejected_reasons"),
     "finding": ("category", "evidence", "recommendation"),
     "preference": ("key", "value", "category"),
     "task": (),

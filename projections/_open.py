@@ -47,7 +47,8 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 #    the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).
 # 9: the views keep each entry's agent (agents' counts by kind); a finding's search document
 #    has its status and severity (the search filters of that name).
-LAYOUT = "9"
+# 10: search documents hold a message's ``topic`` (the ``--topic`` filter); a memory's view, its session.
+LAYOUT = "10"
 
 
 class ProjectionDir:

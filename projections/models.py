@@ -167,6 +167,7 @@ class MemoryView(msgspec.Struct, frozen=True, gc=False):
     saved_at: int
     changed_seq: int
     superseded: SupersededInfo | None = None  # derived on read: a later save under the key
+    session_id: str | None = None  # the session it was said in, if the save named one
 
 
 class RankInputs(msgspec.Struct, frozen=True, gc=False):

@@ -6,7 +6,7 @@ Nothing here writes; the facade appends what these functions return.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
@@ -27,6 +27,7 @@ from eventstore import (
     now_micros,
 )
 
+from .extraction_patterns import HASHTAG
 from .redaction import Redactor
 from .validate import (
     check_choice,
@@ -39,12 +40,26 @@ from .validate import (
     to_time,
 )
 
-__all__ = ["EntryFactory", "new_id"]
+__all__ = ["EntryFactory", "hashtags", "new_id", "with_hashtags"]
 
 
 def new_id(prefix: str) -> str:
     """A new random id such as ``dec-3f9a1c2b7d4e``."""
     return f"{prefix}-{secrets.token_hex(6)}"
+
+
+def hashtags(text: str) -> tuple[str, ...]:
+    """The ``#tags`` of ``text`` (seed 002's ``#(\\w+)``), without the ``#``, in
+    lower case, each once; a tag longer than a label (200 characters) is left out."""
+    return tuple(dict.fromkeys(t.lower() for t in HASHTAG.findall(text) if len(t) <= 200))
+
+
+def with_hashtags(entry: EntryRecorded) -> EntryRecorded:
+    """``entry`` with the hashtags of its content after its tags (a tag given
+    already, in any case, is not added again)."""
+    given = {t.lower() for t in entry.tags}
+    found = tuple(t for t in hashtags(entry.content) if t not in given)
+    return msgspec.structs.replace(entry, tags=entry.tags + found) if found else entry
 
 
 class EntryFactory:
@@ -60,7 +75,8 @@ class EntryFactory:
               occurred_at: object = None, derived_from: Iterable[object] | None = None,
               details: Details | None = None, field: str = "content",
               entry_id: str | None = None) -> EntryRecorded:
-        """One validated, redacted entry (``entry_id``: given by an importer, else new)."""
+        """One validated, redacted entry (``entry_id``: given by an importer, else new);
+        the ``#hashtags`` of its content join its tags (:func:`with_hashtags`)."""
         text = check_content(content, field, self.limit)
         when = to_time(occurred_at, "occurred_at")  # type: ignore[arg-type]
         entry = EntryRecorded(
@@ -76,10 +92,12 @@ class EntryFactory:
         )
         redactor = self.redactor
         if redactor is None:
-            return entry
+            return with_hashtags(entry)
         counts: dict[str, int] = {}
         # Every text of the entry (eventstore.entry_texts), its details and tags included.
         entry = map_texts(entry, lambda value: redactor.redact(value, counts))
+        # Hashtags of the redacted content: a span the redactor removed yields no tag.
+        entry = with_hashtags(entry)
         return msgspec.structs.replace(entry, redactions=counts) if counts else entry
 
     def message(self, topic: object = None, parent_id: object = None,
@@ -95,16 +113,30 @@ class EntryFactory:
 
     def decision(self, rationale: object, alternatives: Iterable[object] | None, impact: object,
                  made_by: object, approved_by: Iterable[object] | None) -> DecisionDetails:
-        """Decision details (seed 000)."""
+        """Decision details (seed 000); each alternative an option (a string) or
+        ``{"option": ..., "rejected_reason": ...}``."""
         if isinstance(alternatives, str):
             raise InvalidInputError("alternatives must be a list, not a string")
-        alts = tuple(check_content(a, "alternative", self.limit) for a in (alternatives or ()))
+        pairs = [self._alternative(a) for a in (alternatives or ())]
+        reasons = tuple(r or "" for _, r in pairs)
         return DecisionDetails(
-            rationale=optional_text(rationale, "rationale", self.limit), alternatives=alts,
+            rationale=optional_text(rationale, "rationale", self.limit),
+            alternatives=tuple(o for o, _ in pairs),
             impact=None if impact is None else check_choice(impact, "impact", LEVELS),  # type: ignore[arg-type]
             made_by=None if made_by is None else check_id(made_by, "made_by"),
             approved_by=check_ids(approved_by, "approved_by"),
+            rejected_reasons=reasons if any(reasons) else (),
         )
+
+    def _alternative(self, value: object) -> tuple[str, str | None]:
+        """(option, rejected reason or None) of one alternative."""
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"option", "rejected_reason"}
+            if unknown:
+                raise InvalidInputError("an alternative takes only option and rejected_reason")
+            return (check_content(value.get("option"), "alternative option", self.limit),
+                    optional_text(value.get("rejected_reason"), "rejected_reason", self.limit))
+        return check_content(value, "alternative", self.limit), None
 
     def finding(self, severity: object, category: object, evidence: object, recommendation: object,
                 status: object) -> FindingDetails:

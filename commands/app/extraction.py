@@ -52,7 +52,8 @@ from projections import EntryView, SessionView, ViewReader, lesson_words
 
 from . import log as _log
 from .dedup import jaccard
-from .extraction_patterns import HASHTAG, MAX_CHARS, MAX_PER_KIND, classify
+from .entries import hashtags
+from .extraction_patterns import MAX_CHARS, MAX_PER_KIND, classify
 from .records import record
 from .store import Store
 from .upkeep import Due, Step, StepContext
@@ -146,8 +147,8 @@ def _near(found: list[Found], text: str, threshold: float) -> bool:
 
 
 def _hashtags(text: str) -> tuple[str, ...]:
-    """``#tags`` of the text (seed 002's ``#(\\w+)``), valid labels only."""
-    return tuple(dict.fromkeys(t for t in HASHTAG.findall(text) if len(t) <= 200))
+    """``#tags`` of the line (:func:`.entries.hashtags`: seed 002's rule, in lower case)."""
+    return hashtags(text)
 
 
 def _sole_agent(session: SessionView) -> str | None:

@@ -49,7 +49,7 @@ from eventstore.storage import crashpoint
 from projections import EntryView, StoredEntry
 
 from . import log as _log
-from .entries import new_id
+from .entries import hashtags, new_id
 from .journal import Held, Journal, PurgeIntent
 from .pseudonym import id_needles, is_pseudonym
 from .purging import purge
@@ -335,8 +335,14 @@ def _prior_notes(store: Store, view: EntryView) -> tuple[RedactionNote, ...]:
 
 
 def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int]) -> EntryRecorded:
+    """The entry with every text redacted, less the tags that hashtags inside a
+    redacted span gave it (:func:`.entries.with_hashtags`)."""
     assert view.entry is not None
-    return map_texts(view.entry, lambda text: redactor.redact(text, counts))
+    redacted = map_texts(view.entry, lambda text: redactor.redact(text, counts))
+    gone = set(hashtags(view.entry.content)) - set(hashtags(redacted.content))
+    if not gone:
+        return redacted
+    return msgspec.structs.replace(redacted, tags=tuple(t for t in redacted.tags if t.lower() not in gone))
 
 
 def expired(store: Store, as_of: int, policy: dict[str, int]) -> dict[str, str]:

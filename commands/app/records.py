@@ -8,7 +8,7 @@ store's writer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -21,8 +21,12 @@ from eventstore import (
     EntryNotFoundError,
     EntryRecorded,
     EntryUpdated,
+    Event,
     InvalidInputError,
     MemorySaved,
+    SessionNotFoundError,
+    SessionStarted,
+    SessionUpdated,
     shown,
 )
 from projections import DEFAULT_RATES
@@ -63,7 +67,8 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     ``event_id``: a client event id (importers); ``actor``: the writer's
     default unless given. A lesson close to a live lesson of its scope
     reinforces it instead (:mod:`commands.app.dedup`): the id returned is then
-    the existing lesson's."""
+    the existing lesson's. An agent that writes in a session joins its agents
+    (:func:`_joined`; not for an importer's event, whose ids are its own)."""
     if entry.kind == "lesson" and event_id is None:  # -- formation (issue 18): dedup (seed 004) --
         kept = reinforce_copy(store, entry, actor)
         if kept is not None:
@@ -71,34 +76,76 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     target = stream or (f"session:{entry.session_id}" if entry.session_id
                         else store.user_stream(entry.user_id, None if event_id is None else [event_id])
                         if entry.user_id else "user:None")
-    store.writer.append(target, lambda: [entry], actor, keeps_live=True,
-                        event_ids=None if event_id is None else [event_id])
+    joins = event_id is None and target == f"session:{entry.session_id}"
+    store.writer.append(target, lambda: [*(_joined(store, entry) if joins else ()), entry], actor,
+                        keeps_live=True, event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
     if store.on_recorded is not None:  # -- compaction and summaries (issue 17) --
         store.on_recorded(entry)
     return entry.entry_id
 
 
+def _joined(store: Store, entry: EntryRecorded) -> list[Event]:
+    """``session.updated`` adding the entry's agent to its session's agents,
+    when they lack it (appended just before the entry, in the same append);
+    the agents are the views' unless the current batch changed them."""
+    sid, agent = entry.session_id, entry.agent_id
+    if sid is None or agent is None:
+        return []
+    agents: tuple[str, ...] | None = None
+    for event in store.writer.queued(f"session:{sid}"):
+        if isinstance(event, SessionStarted | SessionUpdated) and event.agent_ids is not None:
+            agents = event.agent_ids
+    if agents is None:
+        with store.read() as views:
+            session = views.session(sid)
+        if session is None:
+            return []
+        agents = session.agent_ids
+    return [] if agent in agents else [SessionUpdated(session_id=sid, agent_ids=(*agents, agent))]
+
+
 def record_message(store: Store, session_id: str, *, role: str, content: str,
                    agent_id: str | None = None, topic: str | None = None, parent_id: str | None = None,
                    occurred_at: Any = None, tags: Iterable[str] = (),
                    importance: float | None = None, tool_call_id: str | None = None) -> str:
-    """Record a conversation message; ``tool_call_id`` only on a tool message."""
+    """Record a conversation message; ``tool_call_id`` only on a tool message;
+    ``parent_id``: a message of the same session (the one this answers)."""
     sid = check_id(session_id, "session id")
     if tool_call_id is not None and role != "tool":
         raise InvalidInputError("tool_call_id is only for messages of role 'tool'")
     details = store.entries.message(topic, parent_id, tool_call_id)
-    return _record_in(store, sid, store.entries.build(
+    entry = store.entries.build(
         "message", content, session_id=sid, agent_id=agent_id, role=check_choice(role, "role", ROLES),
-        tags=tags, importance=importance, occurred_at=occurred_at, details=details))
+        tags=tags, importance=importance, occurred_at=occurred_at, details=details)
+    if details is not None and details.parent_id is not None:
+        _check_parent_message(store, sid, details.parent_id)
+    return _record_in(store, sid, entry)
+
+
+def _check_parent_message(store: Store, session_id: str, parent_id: str) -> None:
+    """Refuse a parent that is not a shown message of the same session
+    (``E_ENTRY_NOT_FOUND``; whether the id is another session's is not told)."""
+    if any(isinstance(e, EntryRecorded) and e.entry_id == parent_id and e.kind == "message"
+           for e in store.writer.queued(f"session:{session_id}")):
+        return  # recorded earlier in the same batch
+    with store.read() as views:
+        view, session = views.entry(parent_id), views.session(session_id)
+    if session is None:
+        raise SessionNotFoundError(f"session {session_id} not found")
+    if (view is None or view.kind != "message" or view.session_id != session_id
+            or view.state not in SHOWN_STATES):
+        raise EntryNotFoundError(f"parent message {parent_id} not found in session {session_id}")
 
 
 def record_decision(store: Store, session_id: str, *, decision: str, rationale: str | None = None,
-                    alternatives: Iterable[str] = (), impact: str | None = None,
+                    alternatives: Iterable[str | Mapping[str, str | None]] = (),
+                    impact: str | None = None,
                     made_by: str | None = None, approved_by: Iterable[str] = (),
                     tags: Iterable[str] = (), occurred_at: Any = None,
                     derived_from: Iterable[str] = ()) -> str:
-    """Record a decision (seed 000's fields)."""
+    """Record a decision (seed 000's fields): each alternative an option, or
+    ``{"option": ..., "rejected_reason": ...}``."""
     sid = check_id(session_id, "session id")
     details = store.entries.decision(rationale, alternatives, impact, made_by, approved_by)
     return _record_in(store, sid, store.entries.build(

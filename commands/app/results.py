@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from eventstore import format_micros
+from eventstore import DecisionDetails, format_micros
 from projections import EntryView, MemoryView, SessionStats, SessionView, SupersededInfo, TombstoneInfo
 
 __all__ = [
@@ -131,6 +131,7 @@ class MemoryResult(msgspec.Struct, frozen=True):
     state: str
     saved_at: str
     superseded: dict[str, Any] | None = None  # by (id), seq and at: a later save under the key
+    session_id: str | None = None  # the session it was said in (``remember --session``)
 
 
 class ContextSection(msgspec.Struct, frozen=True):
@@ -194,6 +195,8 @@ def entry_result(view: EntryView) -> EntryResult:
                            deleted=deleted, redacted=redacted, superseded=superseded_dict(view.superseded))
     details = msgspec.to_builtins(entry.details) if entry.details is not None else {}
     details.pop("kind", None)
+    if isinstance(entry.details, DecisionDetails):
+        details["alternatives_considered"] = alternatives_considered(entry.details)
     return EntryResult(
         id=view.entry_id, type=view.kind, state=view.state, content=entry.content,
         session_id=entry.session_id, user_id=entry.user_id, agent_id=entry.agent_id, role=entry.role,
@@ -204,6 +207,26 @@ def entry_result(view: EntryView) -> EntryResult:
         redactions=dict(entry.redactions), deleted=deleted, redacted=redacted,
         superseded=superseded_dict(view.superseded),
     )
+
+
+def alternatives_considered(details: DecisionDetails) -> list[dict[str, str | None]]:
+    """A decision's alternatives as seed 000 has them: ``{option, rejected_reason}``
+    (None for an alternative recorded without a reason, as every one before reasons were kept)."""
+    reasons = details.rejected_reasons
+    return [{"option": option, "rejected_reason": reasons[i] if i < len(reasons) and reasons[i] else None}
+            for i, option in enumerate(details.alternatives)]
+
+
+def shown_details(details: dict[str, Any]) -> dict[str, Any]:
+    """Details as a text shows them: a decision's alternatives each with its
+    rejected reason (``OPTION (rejected: reason)``), in place of the lists they are kept in."""
+    considered = details.get("alternatives_considered")
+    if considered is None:
+        return details
+    shown = {k: v for k, v in details.items() if k not in ("rejected_reasons", "alternatives_considered")}
+    shown["alternatives"] = [f"{a['option']} (rejected: {a['rejected_reason']})" if a["rejected_reason"]
+                             else a["option"] for a in considered]
+    return shown
 
 
 def absent_result(current: EntryResult | MemoryResult) -> EntryResult:
@@ -234,4 +257,4 @@ def memory_result(view: MemoryView) -> MemoryResult:
     """A memory view as a result."""
     return MemoryResult(id=view.memory_id, user_id=view.user_id, key=view.key, content=view.content,
                         state=view.state, saved_at=format_micros(view.saved_at),
-                        superseded=superseded_dict(view.superseded))
+                        superseded=superseded_dict(view.superseded), session_id=view.session_id)

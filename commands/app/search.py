@@ -42,12 +42,13 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
                tags: Iterable[str] | None = None, since: Any = None, until: Any = None,
                limit: object = 10, sort: object = "relevance", min_relevance: object = 0.0,
                include_archived: bool = True, scope: object = None, source: object = "entries",
-               mode: object = None) -> SearchQuery:
+               mode: object = None, topic: object = None) -> SearchQuery:
     """Validate search arguments into a :class:`SearchQuery` (nothing is read or written).
 
     ``scope``: a :class:`~projections.Scope` (who is reading) or None (no
     visibility filter); ``source``: entries, memories or both; ``mode``: text,
-    semantic, hybrid or None (hybrid when an embedder is installed, else text).
+    semantic, hybrid or None (hybrid when an embedder is installed, else text);
+    ``topic``: only messages of that topic (``details.topic``, exactly as recorded).
     """
     if not isinstance(text, str) or len(text) > 1000:
         raise InvalidInputError("query text must be a string of at most 1000 characters")
@@ -71,6 +72,7 @@ def make_query(text: object = "", kinds: Iterable[str] | None = None, session_id
         min_relevance=floor, include_archived=bool(include_archived),
         scope=check_scope(scope), source=check_choice(source, "source", SEARCH_SOURCES),  # type: ignore[arg-type]
         mode=None if mode is None else check_choice(mode, "mode", SEARCH_MODES),  # type: ignore[arg-type]
+        topic=None if topic is None else check_labels([topic], "topic")[0],
     )
 
 

@@ -39,7 +39,7 @@ __all__ = [
     "writable",
 ]
 
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}\Z")
 _KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 _RESERVED = ("system_", "internal_")
 # The last microsecond of year 9999: the latest time ISO 8601 (and datetime) can write.
@@ -47,10 +47,10 @@ MAX_MICROS = 253_402_300_799_999_999
 
 
 def check_id(value: object, field: str) -> str:
-    """An id: letters, digits and ``. _ : @ -``, at most 128 characters."""
+    """An id: letters, digits and ``. _ : @ + -``, at most 128 characters."""
     if not isinstance(value, str) or not _ID.match(value):
         raise InvalidInputError(
-            f"{field} must be 1-128 characters of letters, digits and . _ : @ - (got {shown(value)})"
+            f"{field} must be 1-128 characters of letters, digits and . _ : @ + - (got {shown(value)})"
         )
     return value
 

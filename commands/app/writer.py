@@ -104,6 +104,13 @@ class Writer:
             return result.last_seq
         raise AssertionError("unreachable")
 
+    def queued(self, stream: str) -> Iterator[Event]:
+        """The events the current batch holds for ``stream``, in order (none
+        outside a batch): what the views do not show yet."""
+        for request in self._batch or ():
+            if request.stream == stream:
+                yield from request.events
+
     @property
     def batching(self) -> bool:
         """Whether writes are being collected for one transaction."""

@@ -38,23 +38,25 @@ def _text(name: str, what: str, required: bool = False) -> Callable[[FC], FC]:
 @click.option("--agent", "agent_id")
 @click.option("--topic")
 @click.option("--tool-call-id", help="The tool call a message of role 'tool' answers.")
+@click.option("--parent", "parent_id", help="The message of the same session this one answers.")
 @_tags
 @_at
 @pass_context
 def add_message(ctx: Context, session_id: str, role: str, content: str, agent_id: str | None,
-                topic: str | None, tool_call_id: str | None, tags: tuple[str, ...],
+                topic: str | None, tool_call_id: str | None, parent_id: str | None, tags: tuple[str, ...],
                 occurred_at: str | None) -> None:
     """Record a conversation message."""
     ctx.write(lambda m: m.add_message(session_id, role=role, content=content, agent_id=agent_id,
                                         topic=topic, tags=tags, occurred_at=occurred_at,
-                                        tool_call_id=tool_call_id), "recorded")
+                                        tool_call_id=tool_call_id, parent_id=parent_id), "recorded")
 
 
 @add.command("decision")
 @click.argument("session_id")
 @_text("--decision", "What was decided", required=True)
 @_text("--rationale", "Why")
-@click.option("--alternative", "alternatives", multiple=True)
+@click.option("--alternative", "alternatives", multiple=True,
+              help="An option considered; 'OPTION: reason' gives the reason it was rejected.")
 @click.option("--impact", type=LEVEL)
 @click.option("--made-by")
 @click.option("--approved-by", multiple=True)
@@ -65,9 +67,19 @@ def add_decision(ctx: Context, session_id: str, decision: str, rationale: str | 
                  alternatives: tuple[str, ...], impact: str | None, made_by: str | None,
                  approved_by: tuple[str, ...], tags: tuple[str, ...], occurred_at: str | None) -> None:
     """Record a decision."""
+    pairs = [_alternative(a) for a in alternatives]
     ctx.write(lambda m: m.record_decision(
-        session_id, decision=decision, rationale=rationale, alternatives=alternatives, impact=impact,
+        session_id, decision=decision, rationale=rationale, alternatives=pairs, impact=impact,
         made_by=made_by, approved_by=approved_by, tags=tags, occurred_at=occurred_at), "recorded")
+
+
+def _alternative(text: str) -> str | dict[str, str]:
+    """``OPTION: reason`` (split at the first colon and space) as an option and the
+    reason it was rejected; a text without one, or with an empty side, is an option alone."""
+    option, sep, reason = text.partition(": ")
+    if not (sep and option.strip() and reason.strip()):
+        return text
+    return {"option": option, "rejected_reason": reason}
 
 
 @add.command("finding")
@@ -158,12 +170,13 @@ def task_done(ctx: Context, task_id: str, undo: bool) -> None:
 
 @click.command()
 @click.option("--user", "user_id", required=True)
+@click.option("--session", "session_id", help="The session it was said in (one of the user's).")
 @click.argument("key")
 @click.argument("content", callback=stdin_value)
 @pass_context
-def remember(ctx: Context, user_id: str, key: str, content: str) -> None:
+def remember(ctx: Context, user_id: str, session_id: str | None, key: str, content: str) -> None:
     """Remember CONTENT for a user under KEY (CONTENT - reads it from stdin)."""
-    ctx.write(lambda m: m.remember(user_id, key, content), "remembered")
+    ctx.write(lambda m: m.remember(user_id, key, content, session_id), "remembered")
 
 
 @click.command()

@@ -54,6 +54,7 @@ def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
 @click.option("--mode", type=MODE, default=None,
               help="text (BM25), semantic or hybrid (default: hybrid with an embedder, else text).")
 @click.option("--tag", "tags", multiple=True)
+@click.option("--topic", help="Only messages of this topic (as recorded with add message --topic).")
 @click.option("--since")
 @click.option("--until")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
@@ -65,15 +66,16 @@ def memories(ctx: Context, user_id: str, limit: int, offset: int) -> None:
 @pass_context
 def search(ctx: Context, query: str, kinds: tuple[str, ...], session_id: str | None, user_id: str | None,
            agent_id: str | None, agents: tuple[str, ...], source: str | None, mode: str | None,
-           tags: tuple[str, ...], since: str | None, until: str | None, limit: int, sort: str,
-           min_relevance: float, include_archived: bool, statuses: tuple[str, ...],
+           tags: tuple[str, ...], topic: str | None, since: str | None, until: str | None, limit: int,
+           sort: str, min_relevance: float, include_archived: bool, statuses: tuple[str, ...],
            severities: tuple[str, ...]) -> None:
     """Search entries and memories, scoped to a user or an agent when given."""
     with ctx.reading() as mem:
         hits = mem.search(query, kinds=kinds, session_id=session_id, agent_ids=agents, user_id=user_id,
                           agent_id=agent_id, source=source, mode=mode, tags=tags, since=since,
                           until=until, limit=limit, sort=sort, min_relevance=min_relevance,
-                          include_archived=include_archived, statuses=statuses, severities=severities)
+                          include_archived=include_archived, statuses=statuses, severities=severities,
+                          topic=topic)
     ctx.emit(plain(hits), lambda: hits_text(hits))
 
 

@@ -17,6 +17,7 @@ import msgspec
 from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
 from ..app.records import MemoryPage
 from ..app.reports import escape_controls
+from ..app.results import shown_details
 
 __all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "memory_page_text", "plain",
            "session_text"]
@@ -55,7 +56,7 @@ def entry_text(item: EntryResult | MemoryResult) -> str:
         value = getattr(item, name)
         if value:
             lines.append(f"  {name}: {field(value)}")
-    for name, value in item.details.items():
+    for name, value in shown_details(item.details).items():
         if value not in (None, [], ()):
             shown = fields(value) if isinstance(value, list | tuple) else field(value)
             lines.append(f"  {field(name)}: {shown}")

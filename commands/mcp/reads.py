@@ -52,20 +52,21 @@ class ReadTools:
                tags: list[str] | None = None, since: str | None = None, until: str | None = None,
                limit: int = 10, mode: SearchMode | None = None, source: SearchSource = "both",
                user_id: str | None = None, statuses: list[FindingStatus] | None = None,
-               severities: list[Level] | None = None) -> RecallOut:
+               severities: list[Level] | None = None, topic: str | None = None) -> RecallOut:
         """Search the user's entries and memories (and the shared project context).
 
         mode: text (BM25), semantic or hybrid (default: hybrid when an embedder
         is installed, else text); source: entries, memories or both; since and
         until are ISO 8601 times; session_id keeps one of the user's sessions;
-        statuses and severities keep the findings with one of them."""
+        statuses and severities keep the findings with one of them; topic keeps the
+        messages of that topic."""
         if session_id is not None:
             self.guard.session(session_id)
         hits = self.mem.search(query, kinds=kinds, session_id=session_id, tags=tags, since=since,
                                until=until, limit=limit, mode=mode, source=source,
                                user_id=self.guard.reader(user_id), agent_id=self.scope.agent,
                                record_access=False if self.scope.read_only else None,
-                               statuses=statuses, severities=severities)
+                               statuses=statuses, severities=severities, topic=topic)
         return {"results": [hit_out(h) for h in hits], "count": len(hits)}
 
     def context(self, session_id: str, query: str | None = None, budget: int | None = None) -> ContextOut:

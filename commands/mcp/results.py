@@ -94,6 +94,7 @@ class MemoryOut(TypedDict):
     state: str
     saved_at: str
     superseded: dict[str, Any] | None  # by, seq, at: a later save under the key
+    session_id: str | None  # the session it was said in, if any
 
 
 class ShowOut(TypedDict):

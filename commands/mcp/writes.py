@@ -11,9 +11,10 @@ requested by the server's actor.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import StrictBool
+from typing_extensions import TypedDict  # pydantic (the SDK) reads these below Python 3.12
 
 from eventstore import AbortedError, EntryKind, FindingStatus, InvalidInputError, Level, Role
 
@@ -22,17 +23,24 @@ from ..memory import MemoryLog
 from .results import DeletionOut, SessionOut, WrittenOut, deletion_out, session_out
 from .scope import Guard, ServerScope
 
-__all__ = ["KIND_FIELDS", "WRITE_TOOLS", "RecordKind", "WriteTools"]
+__all__ = ["KIND_FIELDS", "WRITE_TOOLS", "AlternativeIn", "RecordKind", "WriteTools"]
 
 RecordKind = Literal["message", "decision", "finding", "lesson", "task", "handoff"]
 
 # The fields each kind takes beyond session_id, kind, content, tags, occurred_at and agent_id.
 KIND_FIELDS: dict[str, frozenset[str]] = {
-    "message": frozenset({"role", "topic", "tool_call_id"}),
+    "message": frozenset({"role", "topic", "tool_call_id", "parent_id"}),
     "decision": frozenset({"rationale", "alternatives", "impact", "approved_by"}),
     "finding": frozenset({"severity", "category", "evidence", "recommendation", "status"}),
     "lesson": frozenset(), "task": frozenset(), "handoff": frozenset(),
 }
+
+class AlternativeIn(TypedDict):
+    """A decision's alternative with the reason it was rejected (seed 000)."""
+
+    option: str
+    rejected_reason: NotRequired[str]
+
 
 WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
                          "close_session", "checkpoint", "delete", "update_finding"})
@@ -49,10 +57,12 @@ class WriteTools:
     def _written(self, item_id: str) -> WrittenOut:
         return {"id": item_id, "seq": self.mem.last_seq}
 
-    def remember(self, key: str, content: str, user_id: str | None = None) -> WrittenOut:
+    def remember(self, key: str, content: str, user_id: str | None = None,
+                 session_id: str | None = None) -> WrittenOut:
         """Remember content for the user under a key (replacing an earlier one);
-        returns the memory's id."""
-        return self._written(self.mem.remember(self.guard.user(user_id), key, content))
+        session_id: one of the user's sessions, where it was said. Returns the memory's id."""
+        sid = None if session_id is None else self.guard.session(session_id).id
+        return self._written(self.mem.remember(self.guard.user(user_id), key, content, sid))
 
     def forget(self, key: str, user_id: str | None = None) -> DeletionOut:
         """Forget the user's memory under a key, for good: every saved version
@@ -61,21 +71,23 @@ class WriteTools:
 
     def record(self, session_id: str, kind: RecordKind, content: str, role: Role | None = None,
                topic: str | None = None, tool_call_id: str | None = None, rationale: str | None = None,
-               alternatives: list[str] | None = None, impact: Level | None = None,
+               alternatives: list[str | AlternativeIn] | None = None, impact: Level | None = None,
                approved_by: list[str] | None = None, severity: Level | None = None,
                category: str | None = None, evidence: str | None = None,
                recommendation: str | None = None, status: FindingStatus | None = None,
                tags: list[str] | None = None, occurred_at: str | None = None,
-               agent_id: str | None = None) -> WrittenOut:
+               agent_id: str | None = None, parent_id: str | None = None) -> WrittenOut:
         """Record an entry in one of the user's sessions: a message (role needed;
-        topic, tool_call_id), a decision (content is what was decided; rationale,
-        alternatives, impact, approved_by), a finding (content is the description;
-        severity, category, evidence, recommendation, status), a lesson, a task
-        or a handoff. Fields of another kind are refused."""
+        topic, tool_call_id, parent_id: the message of the session it answers),
+        a decision (content is what was decided; rationale, alternatives: each an
+        option or {option, rejected_reason}; impact, approved_by), a finding
+        (content is the description; severity, category, evidence,
+        recommendation, status), a lesson, a task or a handoff. Fields of
+        another kind are refused."""
         fields = {"role": role, "topic": topic, "tool_call_id": tool_call_id, "rationale": rationale,
                   "alternatives": alternatives, "impact": impact, "approved_by": approved_by,
                   "severity": severity, "category": category, "evidence": evidence,
-                  "recommendation": recommendation, "status": status}
+                  "recommendation": recommendation, "status": status, "parent_id": parent_id}
         given = {k: v for k, v in fields.items() if v is not None}
         wrong = sorted(set(given) - KIND_FIELDS[kind])
         if wrong:

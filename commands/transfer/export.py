@@ -23,7 +23,7 @@ import msgspec
 from eventstore import SHOWN_STATES, SessionNotFoundError, format_micros
 from projections import EntryView, SessionView
 
-from ..app.results import entry_result
+from ..app.results import entry_result, shown_details
 from ..app.store import Store
 
 __all__ = ["EXPORT_VERSION", "export_jsonl", "export_markdown", "exported"]
@@ -153,7 +153,7 @@ def _md_entry(entry: dict[str, Any]) -> str:
         who = f"{who} ({entry['agent_id']})" if who else entry["agent_id"]
     title = " · ".join(p for p in (entry.get("occurred_at"), entry["kind"], who, entry["id"]) if p)
     lines = [f"\n### {title}\n\n{entry['content']}\n"]
-    details = {k: v for k, v in entry.get("details", {}).items() if v not in (None, [], ())}
+    details = {k: v for k, v in shown_details(entry.get("details", {})).items() if v not in (None, [], ())}
     extra = [f"{k}: {_md_value(v)}" for k, v in details.items()]
     extra += [f"{name}: {_md_value(entry[name])}" for name in ("tags", "importance", "derived_from")
               if entry.get(name) is not None]

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 _decode = msgspec.json.Decoder().decode
-_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}\Z")
+_ID = re.compile(r"^[A-Za-z0-9._:@+-]{1,128}\Z")
 
 
 class Origin(msgspec.Struct, frozen=True):

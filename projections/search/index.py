@@ -2,7 +2,7 @@
 
 Content is indexed, never stored: a hit is identified by the entry's recorded
 seq (a fast field), which the views map back to the entry. Filters cover kind,
-session, agent, user, tags, ``occurred_at`` and the seq interval in which the
+session, agent, user, tags, a message's topic, ``occurred_at`` and the seq interval in which the
 document was current, so a search as of seq ``k`` is a filter, not a replay.
 The ``absent`` field names which of session, agent and user a document has
 not (ids have no reserved value to stand for "none"), for the scope filter.
@@ -74,6 +74,7 @@ def build_schema() -> Any:
     sb.add_integer_field("occurred_at", stored=False, indexed=True, fast=True)
     for name in ("rseq", "from_seq", "to_seq", "dl", "memory"):
         sb.add_unsigned_field(name, stored=False, indexed=True, fast=True)
+    sb.add_text_field("topic", stored=False, tokenizer_name="raw")  # a message's topic, as given
     return sb.build()
 
 
@@ -103,6 +104,9 @@ def entry_document(event: EntryRecorded, rseq: int, from_seq: int, to_seq: int =
         fields["status"] = details.status
         if details.severity is not None:
             fields["severity"] = details.severity
+    topic = getattr(event.details, "topic", None)  # a message's (the --topic filter)
+    if topic:
+        fields["topic"] = topic
     return _json(fields).decode()
 
 

@@ -62,6 +62,7 @@ class SearchQuery(msgspec.Struct, frozen=True):
     mode: SearchMode | None = None
     statuses: tuple[str, ...] = ()  # findings with one of these statuses
     severities: tuple[str, ...] = ()  # findings with one of these severities
+    topic: str | None = None  # messages of this topic (details.topic, exactly)
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -132,7 +133,7 @@ def build_query(schema: Any, query: SearchQuery, as_of: int | None,
 def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None,
                    memories: bool = True) -> list[tuple[Any, Any]]:
     """The clauses of every filter of ``query`` (everything but the text): kinds,
-    agents, tags, session, user, times, the as-of interval, the scope and the
+    agents, tags, session, user, topic, times, the as-of interval, the scope and the
     excluded sessions. Semantic candidates are checked against the same ones.
     ``memories`` False: no clause leaves the memory documents out of an
     entries search (see :func:`build_query`)."""
@@ -145,7 +146,7 @@ def filter_clauses(schema: Any, query: SearchQuery, as_of: int | None,
     if query.source == "memories" or (query.source == "entries" and memories):
         memory = tantivy.Query.term_query(schema, "kind", MEMORY_DOC_KIND)
         clauses.append((_MustNot if query.source == "entries" else _Must, memory))
-    for field, value in (("session", query.session_id), ("user", query.user_id)):
+    for field, value in (("session", query.session_id), ("user", query.user_id), ("topic", query.topic)):
         if value:
             clauses.append((_Must, tantivy.Query.term_query(schema, field, value)))
     if query.since is not None or query.until is not None:

@@ -211,7 +211,7 @@ def stats_added(prev: SessionStats, entry: StoredEntry) -> SessionStats:
 def memory_saved(rec: RecordedEvent, event: MemorySaved) -> MemoryView:
     """A remembered fact, replacing any earlier one under the key."""
     return MemoryView(event.user_id, event.key, event.memory_id, event.content, "live",
-                      rec.seq, rec.recorded_at, rec.seq)
+                      rec.seq, rec.recorded_at, rec.seq, session_id=event.session_id)
 
 
 def memory_forgotten(prev: MemoryView, rec: RecordedEvent) -> MemoryView:

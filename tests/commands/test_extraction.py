@@ -107,7 +107,7 @@ def test_limits_cut_and_hashtags(mem: MemoryLog) -> None:
     assert cut.tags == ("auto-extract",)  # the hashtags were past the cut
     sid2 = mem.start_session(user_id="alice")
     mem.add_message(sid2, role="user", content="We decided to tag this #Infra #db_v2 and #Infra again.")
-    assert mem.show(mem.extract(sid2).decisions[0]).tags == ("auto-extract", "Infra", "db_v2")
+    assert mem.show(mem.extract(sid2).decisions[0]).tags == ("auto-extract", "infra", "db_v2")
 
 
 def test_a_second_run_extracts_only_newer_messages(mem: MemoryLog) -> None:

@@ -67,6 +67,8 @@ def test_agent_scope(tmp_path: Path) -> None:
         seen = mem.add_message(with_a1, role="user", content="deploy the cache")
         wrote = mem.add_message(other, role="assistant", content="deploy notes", agent_id="a1")
         hidden = mem.add_message(other, role="user", content="deploy secret of bob")
+        assert hidden in _ids(mem, "deploy", agent_id="a1")  # writing there made a1 one of its agents
+        mem.update_session(other, agent_ids=["a2"])  # a1 taken out again: only what it wrote stays seen
         assert _ids(mem, "deploy", agent_id="a1") == {seen, wrote}
         assert hidden in _ids(mem, "deploy", agent_id="a2")
         assert _ids(mem, "deploy", user_id="alice", agent_id="a1") == {seen}
