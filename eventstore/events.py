@@ -42,6 +42,7 @@ __all__ = [
     "EntriesAccessed",
     "EntriesDeleted",
     "EntryChanges",
+    "EntryEdited",
     "EntryRecorded",
     "EntryRedacted",
     "EntryReinforced",
@@ -215,6 +216,15 @@ class EntryUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
 
     entry_id: Id
     changes: EntryChanges
+
+
+class EntryEdited(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.edited"):
+    """An entry's text was replaced: ``content`` is the new text (after ingest
+    redaction, whose counts are ``redactions``); earlier versions stay in the log."""
+
+    entry_id: Id
+    content: Text
+    redactions: dict[str, int] = {}
 
 
 class MemorySaved(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="memory.saved"):
@@ -415,6 +425,7 @@ Event: TypeAlias = (
     | SessionRestored
     | EntryRecorded
     | EntryUpdated
+    | EntryEdited
     | MemorySaved
     | MemoryForgotten
     | EntriesAccessed

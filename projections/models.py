@@ -85,6 +85,7 @@ class EntryView(msgspec.Struct, frozen=True, gc=False):
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
     superseded: SupersededInfo | None = None  # a later preference of the same user and key
+    edits: tuple[int, ...] = ()  # the seqs of its entry.edited events, oldest first
 
 
 class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -97,7 +98,9 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     ``changes`` accumulates every ``entry.updated`` applied since (later fields
     win). ``size`` (content bytes), ``importance`` (the entry's own, after the
     changes) and ``level`` (impact or severity of its details) let the writer
-    keep statistics and ranking values without reading the log.
+    keep statistics and ranking values without reading the log. ``edits`` are
+    the seqs of the ``entry.edited`` events applied since the source, oldest
+    first: the last one's payload carries the current content.
     """
 
     entry_id: str
@@ -117,6 +120,7 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
     superseded: SupersededInfo | None = None  # a later preference of the same user and key
+    edits: tuple[int, ...] = ()
 
 
 class SessionView(msgspec.Struct, frozen=True, gc=False):

@@ -22,6 +22,8 @@ import msgspec
 
 from eventstore import (
     SHOWN_STATES,
+    EntryEdited,
+    EntryRecorded,
     Event,
     ResourceSpec,
 )
@@ -130,10 +132,31 @@ class ViewReader:
         return None
 
     def resolve(self, stored: Sequence[StoredEntry]) -> list[EntryView]:
-        """The views of stored versions, their entries read with one ``events_at``."""
+        """The views of stored versions, their entries read with one ``events_at``
+        (an edited entry's last edit too, which carries its content)."""
         seqs = [s.source_seq for s in stored if s.source_seq]
-        events = iter(self.events_at(seqs) if seqs else ())
-        return [entry_view(s, next(events) if s.source_seq else None) for s in stored]
+        edits = [s.edits[-1] for s in stored if s.source_seq and s.edits]
+        events = iter(self.events_at(seqs + edits) if seqs else ())
+        found = [next(events) if s.source_seq else None for s in stored]
+        return [entry_view(s, e, next(events) if s.source_seq and s.edits else None)
+                for s, e in zip(stored, found, strict=True)]
+
+    def entry_versions(self, entry_id: str) -> list[tuple[int, EntryRecorded]]:
+        """The texts the entry current at ``as_of`` had, oldest first: (the seq
+        from which each was current, the entry with it); the current changes
+        apply to each. Empty when the entry or its source payload is gone."""
+        stored = self.stored_entry(entry_id)
+        if stored is None or not stored.source_seq:
+            return []
+        events = self.events_at([stored.source_seq, *stored.edits])
+        first = entry_view(msgspec.structs.replace(stored, edits=()), events[0]).entry
+        if first is None:
+            return []
+        versions = [(stored.recorded_seq, first)]
+        for seq, event in zip(stored.edits, events[1:], strict=True):
+            if isinstance(event, EntryEdited):
+                versions.append((seq, msgspec.structs.replace(first, content=event.content)))
+        return versions
 
     def _resolved(self, stored: Iterable[StoredEntry]) -> Iterator[EntryView]:
         """:meth:`resolve` over an iterator, chunk by chunk."""
