@@ -62,6 +62,7 @@ for _command in (
     maintain.maintain,  # -- maintain (issue 18) --
     formation.extract,  # -- formation (issue 18) --
     upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
+    entries.edit,
 ):
     cli.add_command(_command)
 

@@ -1,4 +1,4 @@
-"""The write tools: remember, forget, record, complete_task, start_session,
+"""The write tools: remember, forget, record, complete_task, edit, start_session,
 close_session, checkpoint and delete.
 
 A read-only server registers none of them and refuses a call to any with
@@ -35,7 +35,7 @@ KIND_FIELDS: dict[str, frozenset[str]] = {
 }
 
 WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
-                         "close_session", "checkpoint", "delete"})
+                         "close_session", "checkpoint", "delete", "edit"})
 
 
 class WriteTools:
@@ -104,6 +104,13 @@ class WriteTools:
         self.guard.item(task_id, write=True)
         self.mem.complete_task(task_id, done=done)
         return self._written(task_id)
+
+    def edit(self, entry_id: str, content: str) -> WrittenOut:
+        """Replace the text of one of the user's entries (the earlier text stays
+        in its history); ingest redaction applies to the new text."""
+        self.guard.item(entry_id, write=True)
+        self.mem.edit(entry_id, content=content)
+        return self._written(entry_id)
 
     def start_session(self, agent_ids: list[str] | None = None, tags: list[str] | None = None,
                       metadata: dict[str, str] | None = None, channel: str | None = None,
