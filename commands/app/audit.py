@@ -21,6 +21,7 @@ from eventstore import (
     DeletionRequested,
     EntriesAccessed,
     EntriesDeleted,
+    EntryEdited,
     EntryNotFoundError,
     EntryRecorded,
     EntryRedacted,
@@ -200,6 +201,8 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case EntryUpdated() if event.entry_id == iid:
             changes = {k: v for k, v in msgspec.to_builtins(event.changes).items() if v is not None}
             return _item(rec, f"updated: {changes}")
+        case EntryEdited() if event.entry_id == iid:
+            return _item(rec, "edited", content=event.content)
         case EntriesAccessed() if iid in event.entry_ids:
             return _item(rec, "returned by a search (access count +1)")
         case EntryRedacted() if event.entry_id == iid:

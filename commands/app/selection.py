@@ -36,6 +36,7 @@ class Selection:
     def add_entry(self, view: EntryView) -> None:
         self.refs[view.entry_id] = DeletedRef(view.entry_id, view.kind, view.recorded_seq, view.session_id)
         self.seqs.add(view.recorded_seq)
+        self.seqs.update(view.edits)  # every edit's payload holds a text of the entry
         if view.redacted is not None:
             self.seqs.add(view.redacted.seq)
         if view.entry is not None:
