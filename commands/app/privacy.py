@@ -345,7 +345,8 @@ def _earlier_spans(store: Store, entry_id: str, redactor: Redactor, counts: dict
     needles: set[bytes] = set()
     for _, version in earlier:
         redactor.redact(version.content, counts)
-        needles |= {span.encode() for span in redactor.spans(version.content) if len(span.encode()) >= MIN_SPAN}
+        found = (span.encode() for span in redactor.spans(version.content))
+        needles |= {raw for raw in found if len(raw) >= MIN_SPAN}
     return needles
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import msgspec
 
 from eventstore import (
+    SHOWN_STATES,
     DecayApplied,
     DeletedRef,
     DeletionRequested,
@@ -101,8 +102,9 @@ def entry_changed(prev: StoredEntry, rec: RecordedEvent, changes: EntryChanges) 
 
 def entry_edited(prev: StoredEntry, rec: RecordedEvent, event: EntryEdited) -> StoredEntry:
     """The text replaced: the edit's payload carries the content from now on
-    (the source still carries every other field)."""
-    if not prev.source_seq:
+    (the source still carries every other field). An entry no longer shown
+    (compacted, superseded) keeps its text."""
+    if not prev.source_seq or prev.state not in SHOWN_STATES:
         return prev
     return replace(prev, edits=(*prev.edits, rec.seq), size=len(event.content.encode()),
                    changed_seq=rec.seq)
