@@ -219,8 +219,7 @@ class EntryUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
 
 
 class EntryEdited(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.edited"):
-    """An entry's text was replaced: ``content`` is the new text (after ingest
-    redaction, whose counts are ``redactions``); earlier versions stay in the log."""
+    """An entry's text was replaced by ``content``; the earlier texts stay in the log."""
 
     entry_id: Id
     content: Text
