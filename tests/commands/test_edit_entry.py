@@ -11,7 +11,8 @@ import pytest
 
 from commands import MemoryLog
 from commands.aio import AsyncMemoryLog
-from eventstore import E_ENTRY_NOT_FOUND, E_SCHEMA_INVALID, E_SIZE_LIMIT, EntryNotFoundError
+from commands.app.selection import select
+from eventstore import E_ENTRY_NOT_FOUND, E_SCHEMA_INVALID, E_SIZE_LIMIT, DeletionCriteria, EntryNotFoundError
 from tests.conftest import scan_dir
 
 from .conftest import Run, head_of, marker, views_dump
@@ -34,7 +35,7 @@ def test_cli_edit_writes_entry_edited_and_show_has_the_new_text(store: Path, run
     code, shown, _ = run("show", eid)
     assert code == 0 and shown["content"] == f"the cache uses {new}"
     code, hist, _ = run("audit", "history", eid)
-    assert code == 0
+    assert code == 0 and old in str(hist) and new in str(hist)
     with MemoryLog.open(store) as mem:
         items = mem.history(eid)
     assert [i.type for i in items][:2] == ["entry.recorded", "entry.edited"]
@@ -123,8 +124,12 @@ def test_delete_of_an_edited_entry_leaves_neither_version(store: Path) -> None:
         mem.edit(eid, content=f"second text {mid}")
         mem.edit(eid, content=f"third text {new}")
         mem.proj.catch_up(search=True)
-        assert set(scan_dir(store, [old.encode(), mid.encode(), new.encode()])) == {
-            old.encode(), mid.encode(), new.encode()}  # the positive control
+    assert set(scan_dir(store, [old.encode(), mid.encode(), new.encode()])) == {
+        old.encode(), mid.encode(), new.encode()}  # the positive control
+    with MemoryLog.open(store) as mem:
+        with mem.store.read() as views:  # the purge's own scan looks for every text
+            needles = select(views, DeletionCriteria(ids=(eid,))).needles
+        assert {f"first text {old}".encode(), f"third text {new}".encode()} <= needles
         report = mem.delete(ids=[eid], reason="test", requested_by="alice")
         assert report.verified
         assert mem.show(keep).content == "a lesson that stays"
@@ -151,6 +156,17 @@ def test_redaction_reaches_every_version(store: Path) -> None:
         mem.proj.catch_up(search=True)
     needles = [b"carol.old.address", b"carol.new.address", b"dave.other.address"]
     assert scan_dir(store, needles) == {}
+
+
+def test_redaction_positive_control(store: Path) -> None:
+    """Without the redaction, the scan above finds every earlier text."""
+    with MemoryLog.open(store) as mem:
+        sid = mem.start_session(user_id="alice")
+        mem.store.entries.redactor = None
+        eid = mem.record_lesson(sid, content="mail carol.old.address@example.org for access")
+        mem.edit(eid, content="mail carol.new.address@example.org for access")
+    assert set(scan_dir(store, [b"carol.old.address", b"carol.new.address"])) == {
+        b"carol.old.address", b"carol.new.address"}
 
 
 def test_edits_replay_to_the_same_views_and_search(store: Path) -> None:
