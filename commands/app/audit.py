@@ -165,6 +165,7 @@ def history(store: Store, item_id: str) -> list[HistoryItem]:
                                      reason=note.reason))
         else:
             kind, request_id = erased_by[seq]
+            kind = "edited" if header.type == "entry.edited" else kind
             items.append(HistoryItem(seq, header.type, when, header.actor, f"{kind}; content erased",
                                      request_id=request_id))
     items.extend(_supersession(store, iid))

@@ -14,7 +14,7 @@ Imports: eventstore, projections and this package's store, records and validatio
 
 from __future__ import annotations
 
-from eventstore import SHOWN_STATES, EntryEdited, EntryNotFoundError
+from eventstore import SHOWN_STATES, EntryEdited, EntryNotFoundError, Event
 
 from . import log as _log
 from .records import PROJECT_STREAM
@@ -39,7 +39,7 @@ def edit_entry(store: Store, entry_id: str, content: str) -> int:
     stream = (f"session:{view.session_id}" if view.session_id else
               store.user_stream(view.user_id) if view.user_id else PROJECT_STREAM)
 
-    def decide() -> list[EntryEdited]:
+    def decide() -> list[Event]:
         with store.read() as now:  # a deletion or compaction that won the race refuses the edit
             current = now.stored_entry(eid)
         if current is None or current.state not in SHOWN_STATES:
