@@ -22,7 +22,6 @@ import msgspec
 
 from eventstore import (
     SHOWN_STATES,
-    EntryEdited,
     EntryRecorded,
     Event,
     ResourceSpec,
@@ -63,6 +62,7 @@ from .keys import (
 )
 from .reducers import entry_view, stats_added
 from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources (issue 17) --
+from .versions import entry_versions
 
 __all__ = ["EventsAt", "ViewReader"]
 
@@ -142,21 +142,8 @@ class ViewReader:
                 for s, e in zip(stored, found, strict=True)]
 
     def entry_versions(self, entry_id: str) -> list[tuple[int, EntryRecorded]]:
-        """The texts the entry current at ``as_of`` had, oldest first: (the seq
-        from which each was current, the entry with it); the current changes
-        apply to each. Empty when the entry or its source payload is gone."""
-        stored = self.stored_entry(entry_id)
-        if stored is None or not stored.source_seq:
-            return []
-        events = self.events_at([stored.source_seq, *stored.edits])
-        first = entry_view(msgspec.structs.replace(stored, edits=()), events[0]).entry
-        if first is None:
-            return []
-        versions = [(stored.recorded_seq, first)]
-        for seq, event in zip(stored.edits, events[1:], strict=True):
-            if isinstance(event, EntryEdited):
-                versions.append((seq, msgspec.structs.replace(first, content=event.content)))
-        return versions
+        """Each text of the entry current at ``as_of`` (:func:`.versions.entry_versions`)."""
+        return entry_versions(self.stored_entry(entry_id), self.events_at)
 
     def _resolved(self, stored: Iterable[StoredEntry]) -> Iterator[EntryView]:
         """:meth:`resolve` over an iterator, chunk by chunk."""
