@@ -210,3 +210,19 @@ def test_mcp_edit_is_scoped(tmp_path: Path) -> None:
         assert mem.show(mine).content == "alice likes tables"
         assert mem.show(bobs).content == "bob likes long answers"
         assert mem.show(shared).content == "the project uses python"
+
+
+def test_a_redacted_entry_can_be_edited_and_then_deleted(store: Path) -> None:
+    later = marker()
+    with MemoryLog.open(store) as mem:
+        sid = mem.start_session(user_id="alice")
+        mem.store.entries.redactor = None
+        eid = mem.record_lesson(sid, content="mail erin.secret.address@example.org about the pool")
+        mem.redact(eid, patterns=["email"], reason="pii", requested_by="alice")
+        redacted = mem.last_seq
+        mem.edit(eid, content=f"the pool lesson, rewritten {later}")
+        assert mem.show(eid).state == "redacted" and mem.show(eid).content.endswith(later)
+        assert mem.as_of(redacted).show(eid).content == "mail [REDACTED] about the pool"
+        assert [r.id for r in mem.search(later, user_id="alice")] == [eid]
+        assert mem.delete(ids=[eid], reason="test", requested_by="alice").verified
+    assert scan_dir(store, [later.encode(), b"erin.secret.address", b"about the pool"]) == {}
