@@ -294,11 +294,17 @@ class ViewWriter:
         """The text replaced; the session's bytes follow the new size."""
         prev = self.current_entry(event.entry_id)
         self._entry_update(event.entry_id, lambda v: r.entry_edited(v, rec, event))
-        if prev is None or not prev.source_seq or not prev.session_id or prev.state not in SHOWN_STATES:
+        if prev is None or not prev.source_seq or prev.state not in SHOWN_STATES:
             return
-        stats = self.stats_of(prev.session_id)
-        self.session_stats[prev.session_id] = msgspec.structs.replace(
-            stats, bytes=stats.bytes + len(event.content.encode()) - prev.size)
+        scope = self.txn.get(b"E" + prev.entry_id.encode(), db=self.dbs[b"formation"])
+        if prev.kind == "lesson" and scope is not None:  # -- formation: dedup counts the new words
+            for key, value in f.lesson_items(bytes(scope), prev.entry_id.encode(), event.content,
+                                             prev.source_seq):
+                self.txn.put(key, value, db=self.dbs[b"formation"])
+        if prev.session_id:
+            stats = self.stats_of(prev.session_id)
+            self.session_stats[prev.session_id] = msgspec.structs.replace(
+                stats, bytes=stats.bytes + len(event.content.encode()) - prev.size)
 
     def _entries_deleted(self, rec: RecordedEvent, event: EntriesDeleted) -> None:
         record = self._ledger(event.request_id, lambda d: r.deletion_done(d, rec, event))

@@ -226,3 +226,12 @@ def test_a_redacted_entry_can_be_edited_and_then_deleted(store: Path) -> None:
         assert [r.id for r in mem.search(later, user_id="alice")] == [eid]
         assert mem.delete(ids=[eid], reason="test", requested_by="alice").verified
     assert scan_dir(store, [later.encode(), b"erin.secret.address", b"about the pool"]) == {}
+
+
+def test_an_edited_lesson_is_deduplicated_by_its_new_text(store: Path) -> None:
+    with MemoryLog.open(store) as mem:
+        sid = mem.start_session(user_id="alice")
+        eid = mem.record_lesson(sid, content="short words")
+        mem.edit(eid, content="always load test the connection pool before launch day")
+        again = mem.record_lesson(sid, content="always load test the connection pool before launch day")
+    assert again == eid  # reinforced, not recorded twice
