@@ -137,6 +137,7 @@ class AsyncMemoryLog:
     record_summary = _on_worker(MemoryLog.record_summary, "mem")
     add_task = _on_worker(MemoryLog.add_task, "mem")
     complete_task = _on_worker(MemoryLog.complete_task, "mem")
+    edit = _on_worker(MemoryLog.edit, "mem")
     set_preference = _on_worker(MemoryLog.set_preference, "mem")
     remember = _on_worker(MemoryLog.remember, "mem")
     forget = _on_worker(MemoryLog.forget, "mem")

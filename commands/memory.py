@@ -51,6 +51,7 @@ from .app import (
 )
 from .app.compaction import CompactionReport
 from .app.compaction_watch import LifecycleWatch
+from .app.editing import edit_entry
 from .app.resources import declare as resource_declare
 from .app.resources.handle import ResourceHandle
 from .app.settings import check_settings
@@ -274,6 +275,12 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
     def complete_task(self, task_id: str, done: bool = True) -> None:
         """Mark a task done (or open again)."""
         records.change_entry(self.store, task_id, ("task",), EntryChanges(done=bool(done)))
+
+    def edit(self, entry_id: str, *, content: str) -> int:
+        """Replace a shown entry's text (ingest redaction and the content limit
+        apply); earlier texts stay in ``history`` and as-of reads. Returns the
+        seq of its ``entry.edited``."""
+        return edit_entry(self.store, entry_id, content)
 
     def update_finding(self, finding_id: str, *, status: str) -> None:
         """Change a finding's status."""

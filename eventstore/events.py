@@ -42,6 +42,7 @@ __all__ = [
     "EntriesAccessed",
     "EntriesDeleted",
     "EntryChanges",
+    "EntryEdited",
     "EntryRecorded",
     "EntryRedacted",
     "EntryReinforced",
@@ -218,6 +219,14 @@ class EntryUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
 
     entry_id: Id
     changes: EntryChanges
+
+
+class EntryEdited(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.edited"):
+    """An entry's text was replaced by ``content``; the earlier texts stay in the log."""
+
+    entry_id: Id
+    content: Text
+    redactions: dict[str, int] = {}
 
 
 class MemorySaved(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="memory.saved"):
@@ -418,6 +427,7 @@ Event: TypeAlias = (
     | SessionRestored
     | EntryRecorded
     | EntryUpdated
+    | EntryEdited
     | MemorySaved
     | MemoryForgotten
     | EntriesAccessed

@@ -86,6 +86,7 @@ class EntryView(msgspec.Struct, frozen=True, gc=False):
     deleted: TombstoneInfo | None = None
     redacted: RedactionInfo | None = None
     superseded: SupersededInfo | None = None  # a later preference of the same user and key
+    edits: tuple[int, ...] = ()  # the seqs of its entry.edited events, oldest first
 
 
 class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -100,7 +101,9 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     changes) and ``level`` (impact or severity of its details) let the writer
     keep statistics and ranking values without reading the log; ``agent_id``
     (the entry's writer) lets readers count by agent the same way
-    (:data:`AGENT_UNKNOWN` in a version stored before it was kept).
+    (:data:`AGENT_UNKNOWN` in a version stored before it was kept). ``edits`` are
+    the seqs of the ``entry.edited`` events applied since the source, oldest
+    first: the last one's payload carries the current content.
     """
 
     entry_id: str
@@ -121,6 +124,7 @@ class StoredEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     redacted: RedactionInfo | None = None
     superseded: SupersededInfo | None = None  # a later preference of the same user and key
     agent_id: str | None = ""  # AGENT_UNKNOWN: stored before the field was kept
+    edits: tuple[int, ...] = ()
 
 
 # The agent_id of a StoredEntry stored before it was kept (no id is empty): read the log's.

@@ -266,6 +266,7 @@ ITEM_PROBES: list[tuple[str, Callable[[str], dict[str, Any]]]] = [
     ("history", lambda x: {"item_id": x}),
     ("as_of", lambda x: {"point": NOW, "item_id": x}),
     ("complete_task", lambda x: {"task_id": x}),
+    ("edit", lambda x: {"entry_id": x, "content": "bob was here"}),
     ("delete", lambda x: {"ids": [x], "reason": "bob wants it gone", "confirm": True}),
 ]
 USER_TOOLS = ["recall", "sessions", "memories", "as_of", "remember", "forget", "start_session"]
@@ -337,7 +338,8 @@ async def _read_only_scenario(a: Alice, errlog: Path, how: str) -> None:
                  "close_session": {"session_id": a.ids["open_session"]},
                  "checkpoint": {"session_id": a.ids["open_session"]},
                  "delete": {"ids": [a.ids["decision"]], "reason": "r", "confirm": True},
-                 "update_finding": {"finding_id": a.ids["decision"], "status": "resolved"}}
+                 "update_finding": {"finding_id": a.ids["decision"], "status": "resolved"},
+                 "edit": {"entry_id": a.ids["decision"], "content": "x"}}
         assert set(calls) == WRITE_TOOLS
         for name, args in calls.items():
             assert (await c.fail(name, **args)).startswith("E_READ_ONLY: "), name

@@ -21,6 +21,7 @@ from eventstore import (
     DeletionRequested,
     EntriesAccessed,
     EntriesDeleted,
+    EntryEdited,
     EntryNotFoundError,
     EntryRecorded,
     EntryRedacted,
@@ -164,6 +165,7 @@ def history(store: Store, item_id: str) -> list[HistoryItem]:
                                      reason=note.reason))
         else:
             kind, request_id = erased_by[seq]
+            kind = "edited" if header.type == "entry.edited" else kind
             items.append(HistoryItem(seq, header.type, when, header.actor, f"{kind}; content erased",
                                      request_id=request_id))
     items.extend(_supersession(store, iid))
@@ -200,6 +202,8 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
         case EntryUpdated() if event.entry_id == iid:
             changes = {k: v for k, v in msgspec.to_builtins(event.changes).items() if v is not None}
             return _item(rec, f"updated: {changes}")
+        case EntryEdited() if event.entry_id == iid:
+            return _item(rec, "edited", content=event.content)
         case EntriesAccessed() if iid in event.entry_ids:
             return _item(rec, "returned by a search (access count +1)")
         case EntryRedacted() if event.entry_id == iid:

@@ -284,9 +284,11 @@ def _redaction(store: Store, version: int, entry_id: str, redactor: Redactor, re
     needles = {span.encode() for text in entry_texts(view.entry) for span in redactor.spans(text)
                if len(span.encode()) >= MIN_SPAN}
     entry = _redacted_entry(view, redactor, counts)
+    if view.edits:
+        needles |= _earlier_spans(store, entry_id, redactor, counts)
     if not counts:
         raise InvalidInputError(f"no pattern matched in entry {entry_id}; nothing was redacted")
-    seqs = sorted({view.recorded_seq, *((view.redacted.seq,) if view.redacted else ())})
+    seqs = sorted({view.recorded_seq, *view.edits, *((view.redacted.seq,) if view.redacted else ())})
     requested_by = requester(store, requested_by)
     event = EntryRedacted(entry_id=entry_id, target_seq=view.recorded_seq, spans=counts,
                           reason=reason, requested_by=requested_by, redacted=entry,
@@ -332,6 +334,20 @@ def _prior_notes(store: Store, view: EntryView) -> tuple[RedactionNote, ...]:
     r = view.redacted
     return (*carried, RedactionNote(seq=r.seq, spans=dict(r.spans), reason=r.reason,
                                     requested_by=r.requested_by))
+
+
+def _earlier_spans(store: Store, entry_id: str, redactor: Redactor, counts: dict[str, int]) -> set[bytes]:
+    """The spans in an edited entry's earlier texts, counted into ``counts``:
+    the redaction erases those versions' payloads (the redacted current text
+    is the entry's only text from then on). Returns the needles to scan for."""
+    with store.read() as views:
+        earlier = views.entry_versions(entry_id)[:-1]
+    needles: set[bytes] = set()
+    for _, version in earlier:
+        redactor.redact(version.content, counts)
+        found = (span.encode() for span in redactor.spans(version.content))
+        needles |= {raw for raw in found if len(raw) >= MIN_SPAN}
+    return needles
 
 
 def _redacted_entry(view: EntryView, redactor: Redactor, counts: dict[str, int]) -> EntryRecorded:

@@ -32,10 +32,14 @@ class Selection:
         self.refs: dict[str, DeletedRef] = {}
         self.seqs: set[int] = set()
         self.needles: set[bytes] = set()
+        self.edited: set[str] = set()  # entries with earlier texts, in their edits' payloads
 
     def add_entry(self, view: EntryView) -> None:
         self.refs[view.entry_id] = DeletedRef(view.entry_id, view.kind, view.recorded_seq, view.session_id)
         self.seqs.add(view.recorded_seq)
+        if view.edits:  # every edit's payload holds a text of the entry
+            self.seqs.update(view.edits)
+            self.edited.add(view.entry_id)
         if view.redacted is not None:
             self.seqs.add(view.redacted.seq)
         if view.entry is not None:
@@ -74,6 +78,9 @@ def select(views: ViewReader, criteria: DeletionCriteria, missing_ok: bool = Fal
                 sel.add_entry(view)
     if criteria.include_derived:
         _add_derived(views, sel)
+    for eid in sel.edited:  # the purge scans for the earlier texts too
+        for _, version in views.entry_versions(eid)[:-1]:
+            sel.needle(version.content)
     return sel
 
 

@@ -194,3 +194,16 @@ def forget(ctx: Context, user_id: str, key: str) -> None:
     if not report.verified:
         raise PurgeUnverifiedError(f"the purge of {report.request_id} is not verified: "
                                    f"{'; '.join(report.findings or report.checks)}")
+
+
+@click.command()
+@click.argument("entry_id")
+@_text("--content", "The new text", required=True)
+@pass_context
+def edit(ctx: Context, entry_id: str, content: str) -> None:
+    """Replace the text of entry ENTRY_ID (its earlier text stays in its history)."""
+    def act(m: MemoryLog) -> str:
+        m.edit(entry_id, content=content)
+        return entry_id
+
+    ctx.write(act, "edited")

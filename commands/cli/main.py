@@ -64,6 +64,7 @@ for _command in (
     formation.extract,  # -- formation (issue 18) --
     upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
     agents.agents, agents.finding,
+    entries.edit,
 ):
     cli.add_command(_command)
 

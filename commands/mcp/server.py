@@ -108,7 +108,7 @@ def build_server(mem: MemoryLog, scope: ServerScope) -> MemlogServer:
         writes = WriteTools(mem, scope)
         methods += [writes.remember, writes.forget, writes.record, writes.complete_task,
                     writes.start_session, writes.close_session, writes.checkpoint, writes.delete,
-                    writes.update_finding]
+                    writes.update_finding, writes.edit]
     for method in methods:
         server.add_memlog_tool(method, hidden)
     add_resources(server, mem, scope)

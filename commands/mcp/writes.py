@@ -1,4 +1,4 @@
-"""The write tools: remember, forget, record, complete_task, start_session,
+"""The write tools: remember, forget, record, complete_task, edit, start_session,
 close_session, checkpoint and delete.
 
 A read-only server registers none of them and refuses a call to any with
@@ -43,7 +43,7 @@ class AlternativeIn(TypedDict):
 
 
 WRITE_TOOLS = frozenset({"remember", "forget", "record", "complete_task", "start_session",
-                         "close_session", "checkpoint", "delete", "update_finding"})
+                         "close_session", "checkpoint", "delete", "update_finding", "edit"})
 
 
 class WriteTools:
@@ -122,6 +122,13 @@ class WriteTools:
         self.guard.item(finding_id, write=True)
         self.mem.update_finding(finding_id, status=status)
         return self._written(finding_id)
+
+    def edit(self, entry_id: str, content: str) -> WrittenOut:
+        """Replace the text of one of the user's entries (the earlier text stays
+        in its history); ingest redaction applies to the new text."""
+        self.guard.item(entry_id, write=True)
+        self.mem.edit(entry_id, content=content)
+        return self._written(entry_id)
 
     def start_session(self, agent_ids: list[str] | None = None, tags: list[str] | None = None,
                       metadata: dict[str, str] | None = None, channel: str | None = None,

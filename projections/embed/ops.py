@@ -3,7 +3,9 @@
 :func:`vector_ops` maps :func:`projections.search.apply.search_ops` (the one
 definition of what each record does to the indexed documents) to
 :data:`~projections.embed.store.VectorOp` tuples, so a vector exists exactly
-for each indexed document version, under the same rseq and interval.
+for each indexed document version, under the same rseq and interval. An
+edited entry, whose texts share one rseq, has one vector: its current text's,
+over the interval of all its documents.
 """
 
 from __future__ import annotations
@@ -44,7 +46,12 @@ def from_search_ops(seq: int, ops: Iterable[Op]) -> list[VectorOp]:
     for op, _, arg in ops:
         if op == "add":
             doc = _decode(arg)
-            out.append((seq, "add", doc.rseq, doc.from_seq, doc.to_seq, doc.content))
+            start = doc.from_seq
+            if out and out[-1][1] == "add" and out[-1][2] == doc.rseq:
+                # an edited entry's earlier text: one vector per rseq, its current text's,
+                # over the entry's whole interval
+                start = out.pop()[3]
+            out.append((seq, "add", doc.rseq, start, doc.to_seq, doc.content))
         elif op == "remove":
             out.append((seq, "remove", int(arg), 0, 0, ""))
     return out

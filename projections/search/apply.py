@@ -7,7 +7,8 @@ the record without reading the log; updates, redactions and compactions read
 the entry back through the views (from the log payload at its source seq).
 A saved memory is a document of kind ``memory`` (routed to its shard by its
 memory id, as a forget's purge looks for it); a later save under the same key
-ends it, a forget removes every version.
+ends it, a forget removes every version. An edited entry has one document per
+text, all under its recorded seq: each ends where the next edit begins.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from eventstore import (
     EntriesDeleted,
+    EntryEdited,
     EntryRecorded,
     EntryRedacted,
     EntryUpdated,
@@ -28,7 +30,7 @@ from eventstore import (
 
 from ..views.read import ViewReader
 from ..views.reducers import apply_changes
-from .index import entry_document, memory_document
+from .index import OPEN_SEQ, entry_document, memory_document
 
 __all__ = ["Op", "search_ops"]
 
@@ -44,7 +46,7 @@ def search_ops(rec: RecordedEvent, views: ViewReader) -> Iterator[Op]:
             entry = _recorded_entry(rec, event, views)
             if entry is not None:
                 yield "add", event.entry_id, entry_document(entry, rec.seq, rec.seq)
-        case EntryUpdated() | EntryRedacted():
+        case EntryUpdated() | EntryRedacted() | EntryEdited():
             # A compacted entry keeps its end: as of the compaction it left its session.
             yield from _reindex(event.entry_id, views, views.compacted_at(event.entry_id))
         case SessionCompacted():
@@ -96,11 +98,14 @@ def _recorded_entry(rec: RecordedEvent, event: EntryRecorded, views: ViewReader)
 
 
 def _reindex(entry_id: str, views: ViewReader, ended: int | None) -> Iterator[Op]:
+    """Every document of the entry again: one per text it had (an edit ends
+    the one before it), the last ending at ``ended`` (None: open)."""
     view = views.entry(entry_id)
     if view is None or view.entry is None:
         return
-    yield "remove", entry_id, view.recorded_seq
-    if ended is None:
-        yield "add", entry_id, entry_document(view.entry, view.recorded_seq, view.recorded_seq)
-    else:
-        yield "add", entry_id, entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
+    rseq = view.recorded_seq
+    yield "remove", entry_id, rseq
+    versions = views.entry_versions(entry_id) if view.edits else [(rseq, view.entry)]
+    ends = [start for start, _ in versions[1:]] + [OPEN_SEQ if ended is None else ended]
+    for (start, entry), end in zip(versions, ends, strict=True):
+        yield "add", entry_id, entry_document(entry, rseq, start, end)

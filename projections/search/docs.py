@@ -43,7 +43,13 @@ def entry_docs(views: ViewReader, low: int, high: int) -> Iterator[str]:
         if view.entry is None:
             continue
         ended = view.changed_seq if view.state == "compacted" else OPEN_SEQ
-        yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
+        if not view.edits:
+            yield entry_document(view.entry, view.recorded_seq, view.recorded_seq, ended)
+            continue
+        versions = views.entry_versions(view.entry_id)  # each text ends where the next edit begins
+        ends = [start for start, _ in versions[1:]] + [ended]
+        for (start, entry), end in zip(versions, ends, strict=True):
+            yield entry_document(entry, view.recorded_seq, start, end)
 
 
 def _split_docs(views: ViewReader, low: int, high: int, paths: tuple[Path, Path]) -> Iterator[str]:

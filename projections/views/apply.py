@@ -24,6 +24,7 @@ from eventstore import (
     DeletionRequested,
     EntriesAccessed,
     EntriesDeleted,
+    EntryEdited,
     EntryRecorded,
     EntryRedacted,
     EntryReinforced,
@@ -195,6 +196,8 @@ class ViewWriter:
                 self._entry_update(event.entry_id, lambda v: r.entry_changed(v, rec, event.changes))
             case EntryRedacted():
                 self._entry_redacted(rec, event)
+            case EntryEdited():
+                self._entry_edited(rec, event)
             case SessionStarted():
                 self.put(b"sessions", version_key(event.session_id, rec.seq),
                          r.session_started(rec, event))
@@ -286,6 +289,22 @@ class ViewWriter:
         self.put(b"entries", version_key(entry_id, new.changed_seq), new)
         if new.state in SHOWN_STATES:  # importance may change
             self.txn.put(u64(new.recorded_seq), _rank(new), db=self.dbs[b"by_seq"])
+
+    def _entry_edited(self, rec: RecordedEvent, event: EntryEdited) -> None:
+        """The text replaced; the session's bytes follow the new size."""
+        prev = self.current_entry(event.entry_id)
+        self._entry_update(event.entry_id, lambda v: r.entry_edited(v, rec, event))
+        if prev is None or not prev.source_seq or prev.state not in SHOWN_STATES:
+            return
+        scope = self.txn.get(b"E" + prev.entry_id.encode(), db=self.dbs[b"formation"])
+        if prev.kind == "lesson" and scope is not None:  # -- formation: dedup counts the new words
+            for key, value in f.lesson_items(bytes(scope), prev.entry_id.encode(), event.content,
+                                             prev.source_seq):
+                self.txn.put(key, value, db=self.dbs[b"formation"])
+        if prev.session_id:
+            stats = self.stats_of(prev.session_id)
+            self.session_stats[prev.session_id] = msgspec.structs.replace(
+                stats, bytes=stats.bytes + len(event.content.encode()) - prev.size)
 
     def _entries_deleted(self, rec: RecordedEvent, event: EntriesDeleted) -> None:
         record = self._ledger(event.request_id, lambda d: r.deletion_done(d, rec, event))

@@ -22,6 +22,7 @@ import msgspec
 
 from eventstore import (
     SHOWN_STATES,
+    EntryRecorded,
     Event,
     ResourceSpec,
 )
@@ -61,6 +62,7 @@ from .keys import (
 )
 from .reducers import entry_view, stats_added
 from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources (issue 17) --
+from .versions import entry_versions
 
 __all__ = ["EventsAt", "ViewReader"]
 
@@ -130,10 +132,18 @@ class ViewReader:
         return None
 
     def resolve(self, stored: Sequence[StoredEntry]) -> list[EntryView]:
-        """The views of stored versions, their entries read with one ``events_at``."""
+        """The views of stored versions, their entries read with one ``events_at``
+        (an edited entry's last edit too, which carries its content)."""
         seqs = [s.source_seq for s in stored if s.source_seq]
-        events = iter(self.events_at(seqs) if seqs else ())
-        return [entry_view(s, next(events) if s.source_seq else None) for s in stored]
+        edits = [s.edits[-1] for s in stored if s.source_seq and s.edits]
+        events = iter(self.events_at(seqs + edits) if seqs else ())
+        found = [next(events) if s.source_seq else None for s in stored]
+        return [entry_view(s, e, next(events) if s.source_seq and s.edits else None)
+                for s, e in zip(stored, found, strict=True)]
+
+    def entry_versions(self, entry_id: str) -> list[tuple[int, EntryRecorded]]:
+        """Each text of the entry current at ``as_of`` (:func:`.versions.entry_versions`)."""
+        return entry_versions(self.stored_entry(entry_id), self.events_at)
 
     def _resolved(self, stored: Iterable[StoredEntry]) -> Iterator[EntryView]:
         """:meth:`resolve` over an iterator, chunk by chunk."""

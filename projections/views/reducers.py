@@ -16,11 +16,13 @@ from collections.abc import Mapping
 import msgspec
 
 from eventstore import (
+    SHOWN_STATES,
     DecayApplied,
     DeletedRef,
     DeletionRequested,
     EntriesDeleted,
     EntryChanges,
+    EntryEdited,
     EntryRecorded,
     EntryRedacted,
     Event,
@@ -57,6 +59,7 @@ __all__ = [
     "deletion_requested",
     "entry_changed",
     "entry_deleted",
+    "entry_edited",
     "entry_recorded",
     "entry_redacted",
     "entry_superseded",
@@ -96,6 +99,16 @@ def entry_changed(prev: StoredEntry, rec: RecordedEvent, changes: EntryChanges) 
     importance = prev.importance if changes.importance is None else changes.importance
     return replace(prev, changes=merge_changes(prev.changes, changes), importance=importance,
                    level=level, changed_seq=rec.seq)
+
+
+def entry_edited(prev: StoredEntry, rec: RecordedEvent, event: EntryEdited) -> StoredEntry:
+    """The text replaced: the edit's payload carries the content from now on
+    (the source still carries every other field). An entry no longer shown
+    (compacted, superseded) keeps its text."""
+    if not prev.source_seq or prev.state not in SHOWN_STATES:
+        return prev
+    return replace(prev, edits=(*prev.edits, rec.seq), size=len(event.content.encode()),
+                   changed_seq=rec.seq)
 
 
 def merge_changes(prev: EntryChanges | None, changes: EntryChanges) -> EntryChanges:
@@ -146,18 +159,22 @@ def entry_deleted(ref: DeletedRef, tomb: TombstoneInfo) -> StoredEntry:
     )
 
 
-def entry_view(stored: StoredEntry, source: Event | None) -> EntryView:
+def entry_view(stored: StoredEntry, source: Event | None, edit: Event | None = None) -> EntryView:
     """The public view of a stored version, given the event at its ``source_seq``
-    (None when there is none or its payload was erased: the entry is then None)."""
+    (None when there is none or its payload was erased: the entry is then None)
+    and, for an edited entry, the event at its last edit seq (its content)."""
     entry = source.redacted if isinstance(source, EntryRedacted) else source
     if not isinstance(entry, EntryRecorded) or entry.entry_id != stored.entry_id:
         entry = None
-    elif stored.changes is not None:
-        entry = apply_changes(entry, stored.changes)
+    else:
+        if stored.edits:
+            entry = replace(entry, content=edit.content) if isinstance(edit, EntryEdited) else None
+        if entry is not None and stored.changes is not None:
+            entry = apply_changes(entry, stored.changes)
     return EntryView(  # positional (the field order of EntryView): many are built per read
         stored.entry_id, stored.kind, stored.state, entry, stored.recorded_seq, stored.recorded_at,
         stored.changed_seq, stored.session_id, stored.user_id, stored.occurred_at, stored.deleted,
-        stored.redacted, stored.superseded,
+        stored.redacted, stored.superseded, stored.edits,
     )
 
 

@@ -48,6 +48,8 @@ _overrides: dict[str, dict[str, Any]] = {
     ),
     "entry.updated": dict(entry_id=ids, changes=st.builds(
         EntryChanges, done=st.none() | st.booleans(), importance=st.none() | units)),
+    "entry.edited": dict(entry_id=ids, content=texts, redactions=st.dictionaries(
+        st.sampled_from(["email", "api_key"]), st.integers(0, 9))),
     "memory.saved": dict(user_id=ids, key=keys, content=texts, memory_id=ids),
     "memory.forgotten": dict(user_id=ids, key=keys, memory_id=ids),
     "decay.applied": dict(as_of=micros, rates=st.dictionaries(

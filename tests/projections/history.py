@@ -16,6 +16,7 @@ from eventstore import (
     EntriesAccessed,
     EntriesDeleted,
     EntryChanges,
+    EntryEdited,
     EntryRecorded,
     EntryRedacted,
     EntryReinforced,
@@ -55,6 +56,9 @@ steps = st.lists(
         st.tuples(st.just("entry"), st.integers(0, 2), st.sampled_from(KINDS),
                   st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)),
         st.tuples(st.just("update"), st.integers(0, 30), st.booleans()),
+        # a new text: search, vectors and views show it from the edit on
+        st.tuples(st.just("edit"), st.integers(0, 30),
+                  st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
         st.tuples(st.just("access"), st.lists(st.integers(0, 30), min_size=1, max_size=3)),
         st.tuples(st.just("decay"), st.floats(0.001, 0.5)),
         st.tuples(st.just("remember"), st.sampled_from(["alice", "bob"]), st.sampled_from(["k1", "k2"]),
@@ -104,6 +108,7 @@ class History:
         self.memory_ids: list[str] = []  # every memory saved, superseded ones included
         self.erased: set[str] = set()
         self.forgotten: set[tuple[str, str]] = set()
+        self.edits: dict[str, list[int]] = {}  # entry id -> the seqs of its edits
         self.n = 0
         for i in range(3):
             log.append(f"session:s{i}", [SessionStarted(session_id=f"s{i}", user_id="alice")], actor="t")
@@ -130,6 +135,13 @@ class History:
         if (target := self._live(i)) is not None:
             self.log.append("entries", [EntryUpdated(entry_id=target[0], changes=EntryChanges(
                 done=done, importance=0.9 if done else 0.1))], actor="t")
+
+    def _edit(self, i: int, words: list[str]) -> None:
+        if (target := self._live(i)) is not None:
+            stream = f"session:{target[3]}" if target[3] else "entries"
+            event = EntryEdited(entry_id=target[0], content=" ".join(words))
+            seq = self.log.append(stream, [event], actor="t").first_seq
+            self.edits.setdefault(target[0], []).append(seq)
 
     def _access(self, picks: list[int]) -> None:
         ids = tuple(t[0] for i in picks if (t := self._live(i)) is not None)
@@ -173,7 +185,7 @@ class History:
                                                      criteria=DeletionCriteria(ids=(eid,)))], actor="t")
         tomb = EntriesDeleted(request_id=rid, entry_ids=(eid,), erased_seqs=(seq,),
                               refs=(DeletedRef(eid, kind, seq, session or None),))
-        self.log.erase([seq], tomb, stream="system", actor="t")
+        self.log.erase([seq, *self.edits.get(eid, ())], tomb, stream="system", actor="t")
         self.erased.add(eid)
 
     def _redact(self, i: int) -> None:
@@ -188,7 +200,7 @@ class History:
         redacted = msgspec.structs.replace(view.entry, content="[REDACTED] " + kind)
         event = EntryRedacted(entry_id=eid, target_seq=seq, spans={"custom": 1}, reason="r",
                               requested_by="t", redacted=redacted)
-        self.log.erase([seq], event, stream="system", actor="t")
+        self.log.erase([seq, *self.edits.get(eid, ())], event, stream="system", actor="t")
         self.erased.add(eid)
 
     def _compact(self, session: int) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eventstore import EventLog
@@ -49,8 +49,15 @@ def full_dump(proj: Projections) -> dict[str, Any]:
             "vector_search": vector_dump(proj)}
 
 
+# An entry edited twice, updated, redacted after its edit; another edited then deleted.
+EDITS = [("entry", 0, "lesson", ["postgres", "cache"]), ("catch_up",), ("edit", 0, ["queue", "retry"]),
+         ("update", 0, True), ("edit", 0, ["alpha"]), ("entry", 1, "task", ["deploy"]),
+         ("edit", 1, ["schema"]), ("catch_up",), ("redact", 1), ("delete", 0)]
+
+
 @settings(max_examples=25)
 @given(history=steps)
+@example(history=EDITS)
 def test_replay_equals_live(tmp_path_factory: pytest.TempPathFactory, history: list[Any]) -> None:
     """After random events applied live, a full replay gives identical projections
     (the vector projection included: the same vectors, bytes for bytes)."""
