@@ -8,9 +8,14 @@ seeing what the ones before it wrote:
 1. extraction of closed sessions not yet extracted;
 2. compaction of sessions at ``compact_at`` of their size limit;
 3. memory resources: TTL evictions and flushes a resource is due;
-4. retention by count (the oldest lessons past ``lesson_limit`` per scope);
-5. ephemeral sessions past their age or count;
-6. sessions idle ``archive_idle_days`` or more are archived.
+4. retention by days (entries older than their kind's ``retention_days``);
+5. retention by count (the oldest lessons past ``lesson_limit`` per scope);
+6. ephemeral sessions past their age or count;
+7. sessions idle ``archive_idle_days`` or more are archived.
+
+(Before them, this host's purge of a shared log's deletions; after them, the
+search refit: :func:`commands.app.maintain_steps.default_steps`.)
+:mod:`commands.app.maintain_loop` runs this on a schedule.
 
 **One at a time.** A run holds an exclusive lock on ``<dir>/maintain.lock``
 (``flock``, released by the kernel if the process dies); a second run, from

@@ -100,8 +100,9 @@ def check_interval(seconds: object) -> float:
     """``seconds`` as a float, refused outside 1 s to 366 days."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
             or not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        got = f" (got {seconds} s)" if isinstance(seconds, int | float) else ""
         raise InvalidInputError(f"the interval must be from {MIN_INTERVAL:.0f} s to "
-                                f"{MAX_INTERVAL / 86_400:.0f} days")
+                                f"{MAX_INTERVAL / 86_400:.0f} days{got}")
     return float(seconds)
 
 
