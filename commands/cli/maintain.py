@@ -133,7 +133,7 @@ def _run_text(run: Run) -> str:
 def _stopping(stop: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop``, every time (a supervisor or ``timeout``
     may send one twice); the handlers in force before come back at the end."""
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
 
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -143,5 +143,5 @@ def _stopping(stop: threading.Event) -> Iterator[None]:
     try:
         yield
     finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
+        for which, old in previous.items():
+            signal.signal(which, old)

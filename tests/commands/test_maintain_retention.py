@@ -14,6 +14,7 @@ import threading
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,10 +44,8 @@ def _stored(path: Path, *ids: str) -> dict[str, bool]:
         return {i: (s := views.stored_entry(i)) is not None and s.state != "deleted" for i in ids}
 
 
-def _step(out: dict[str, object], name: str) -> dict[str, object]:
-    steps = out["steps"]
-    assert isinstance(steps, list)
-    return next(s for s in steps if s["name"] == name)
+def _step(out: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in out["steps"] if s["name"] == name)
 
 
 def test_a_run_deletes_what_is_past_its_retention_and_keeps_the_rest(store: Path, run: CliRun) -> None:
