@@ -100,12 +100,14 @@ def test_intervals_take_seconds_minutes_hours_and_days() -> None:
 
 
 def _lines(stream: object) -> queue.Queue[str]:
-    """The lines of ``stream``, read by a thread into a queue (the test waits on it with a bound)."""
+    """The lines of ``stream``, read by a thread into a queue (the test waits on
+    it with a bound); an empty line when it ends (the process exited)."""
     lines: queue.Queue[str] = queue.Queue()
 
     def read() -> None:
         for line in stream:  # type: ignore[attr-defined]
             lines.put(line)
+        lines.put("")
 
     threading.Thread(target=read, daemon=True).start()
     return lines
@@ -120,7 +122,11 @@ def test_every_runs_on_a_schedule_until_sigterm(store: Path) -> None:
                             env={**os.environ})
     try:
         lines = _lines(proc.stdout)
-        runs = [json.loads(lines.get(timeout=WAIT)) for _ in range(2)]
+        runs: list[dict[str, Any]] = []
+        while len(runs) < 2:  # two runs observed in the output
+            line = lines.get(timeout=WAIT)
+            assert line, f"exited with {proc.wait(timeout=WAIT)}: {proc.stderr.read() if proc.stderr else ''}"
+            runs.append(json.loads(line))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=WAIT) == 0, proc.stderr.read() if proc.stderr else ""
     finally:
