@@ -53,7 +53,7 @@ def _text(report: MaintainReport) -> str:
     lines = []
     for step in report.steps:
         lines += [f"{step.name} {due.target}: {due.reason}{_ids(due)}" for due in step.due]
-        if step.due:
+        if step.due or step.failed:
             failed = f", {len(step.failed)} failed ({'; '.join(step.failed)})" if step.failed else ""
             written = "" if report.dry_run else f", {step.events} events"
             lines.append(f"  {step.name}: {verb} {len(step.due)} item(s){written}{failed}")

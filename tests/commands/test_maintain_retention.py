@@ -73,6 +73,16 @@ def test_a_partial_retention_days_table_is_honoured(store: Path, run: CliRun) ->
     assert _stored(store, old, fresh, task) == {old: True, fresh: True, task: False}
 
 
+def test_a_retention_days_value_out_of_range_fails_that_step_alone(store: Path, run: CliRun) -> None:
+    old, fresh, task = _seed(store)
+    (store / "config.toml").write_text("[retention_days]\nmessage = -3\n")
+    head = head_of(store)
+    code, text, _ = run("maintain", as_json=False)
+    assert code == 1 and "1 failed (retention: E_SCHEMA_INVALID)" in text
+    assert text.splitlines()[-1].startswith("maintain: nothing due")  # the other steps ran: none was due
+    assert head_of(store) == head and _stored(store, old, fresh, task) == {old: True, fresh: True, task: True}
+
+
 def test_a_dry_run_lists_ids_and_counts_by_kind_and_writes_nothing(store: Path, run: CliRun) -> None:
     old, _, task = _seed(store)
     head = head_of(store)
