@@ -30,8 +30,8 @@ nothing is written and no lock is taken, so the log's head is unchanged.
 **Failures.** An item that fails (a race lost five times, a session deleted
 meanwhile) is reported with its error code and the run goes on; so is a step
 whose ``due`` fails (listed as ``step: E_CODE``, such as a ``retention_days``
-value out of range); the report counts it and the CLI exits 1. The report holds ids, counts and reasons,
-never content.
+value out of range); the report counts it and the CLI exits 1. The report
+holds ids, counts and reasons, never content.
 """
 
 from __future__ import annotations
