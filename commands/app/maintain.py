@@ -8,9 +8,14 @@ seeing what the ones before it wrote:
 1. extraction of closed sessions not yet extracted;
 2. compaction of sessions at ``compact_at`` of their size limit;
 3. memory resources: TTL evictions and flushes a resource is due;
-4. retention by count (the oldest lessons past ``lesson_limit`` per scope);
-5. ephemeral sessions past their age or count;
-6. sessions idle ``archive_idle_days`` or more are archived.
+4. retention by days (entries older than their kind's ``retention_days``);
+5. retention by count (the oldest lessons past ``lesson_limit`` per scope);
+6. ephemeral sessions past their age or count;
+7. sessions idle ``archive_idle_days`` or more are archived.
+
+(Before them, this host's purge of a shared log's deletions; after them, the
+search refit: :func:`commands.app.maintain_steps.default_steps`.)
+:mod:`commands.app.maintain_loop` runs this on a schedule.
 
 **One at a time.** A run holds an exclusive lock on ``<dir>/maintain.lock``
 (``flock``, released by the kernel if the process dies); a second run, from
@@ -23,9 +28,10 @@ run and ordinary writers in other processes interleave safely.
 nothing is written and no lock is taken, so the log's head is unchanged.
 
 **Failures.** An item that fails (a race lost five times, a session deleted
-meanwhile) is reported with its error code and the run goes on; the report
-counts it and the CLI exits 1. The report holds ids, counts and reasons,
-never content.
+meanwhile) is reported with its error code and the run goes on; so is a step
+whose ``due`` fails (listed as ``step: E_CODE``, such as a ``retention_days``
+value out of range); the report counts it and the CLI exits 1. The report
+holds ids, counts and reasons, never content.
 """
 
 from __future__ import annotations
@@ -107,7 +113,8 @@ def maintain(store: Store, summariser: Summariser, steps: Sequence[Step], *, dry
     started = time.perf_counter()
     at = now_micros() if now is None else now
     if dry_run:
-        reports = [StepReport(step.name, step.due(store, at)) for step in steps]
+        reports = [StepReport(step.name, due, failed=failed)
+                   for step in steps for due, failed in [_due(store, step, at)]]
     else:
         store.check_writable("maintenance")
         with run_lock(store):
@@ -129,19 +136,29 @@ def _run_step(store: Store, step: Step, context: StepContext, progress: Progress
     """One step: its due list (now, after the steps before it), then its items
     one at a time, or all at once when the step has ``run_all``."""
     started = time.perf_counter()
-    due = step.due(store, context.now)
+    due, failed = _due(store, step, context.now)
     if due and step.run_all is not None:
         events, failed = _attempt(step, due, partial(step.run_all, store, due, context))
         if progress is not None:
             progress(step.name, len(due), len(due))
     else:
-        events, failed = 0, []
+        events = 0
         for done, item in enumerate(due, 1):
             written, lost = _attempt(step, [item], partial(step.run, store, item, context))
             events, failed = events + written, failed + lost
             if progress is not None:
                 progress(step.name, done, len(due))
     return StepReport(step.name, due, events, failed, round(time.perf_counter() - started, 6))
+
+
+def _due(store: Store, step: Step, now: int) -> tuple[list[Due], list[str]]:
+    """The step's due list, or none and the failure (``step: E_CODE``) when
+    asking fails (a setting out of range): the steps after it still run."""
+    try:
+        return step.due(store, now), []
+    except MemlogError as exc:
+        _log.warning("maintain step failed", step=step.name, code=exc.code)
+        return [], [f"{step.name}: {exc.code}"]
 
 
 def _attempt(step: Step, items: list[Due], run: Callable[[], int]) -> tuple[int, list[str]]:

@@ -1,14 +1,19 @@
-"""The maintenance steps of the life-cycle issue (compaction, memory resources)
-and the list ``memlog maintain`` runs, in order (see :mod:`commands.app.maintain`).
+"""The maintenance steps of the life-cycle issue (compaction, memory resources),
+retention by days, and the list ``memlog maintain`` runs, in order (see
+:mod:`commands.app.maintain`).
 
 Each ``due`` reads the views only: the sessions' statistics for compaction,
-and for resources the oldest item of each instance whose spec has a TTL.
+for resources the oldest item of each instance whose spec has a TTL, and for
+retention every stored entry's kind and ``occurred_at`` (no content).
 """
 
 from __future__ import annotations
 
+from eventstore import PurgeUnverifiedError
+
 from .compaction import compact_session, sessions_over, threshold_bytes
 from .extraction import extraction_step
+from .forgetting import retention, retention_due
 from .idle import archive_step, ephemeral_step
 from .resources.handle import ResourceHandle
 from .resources.reading import specs
@@ -17,7 +22,8 @@ from .shared_purge import purge_due, purge_shared
 from .store import Store
 from .upkeep import Due, Step, StepContext
 
-__all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "SHARED_PURGE_STEP", "default_steps"]
+__all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "RETENTION_STEP", "SHARED_PURGE_STEP",
+           "default_steps"]
 
 
 def _compaction_due(store: Store, now: int) -> list[Due]:
@@ -66,6 +72,41 @@ def _tidy(store: Store, due: Due, context: StepContext) -> int:
 RESOURCE_STEP = Step("resources", _resource_due, _tidy)
 
 
+def _retention_due(store: Store, now: int) -> list[Due]:
+    """One item per kind with entries older than its ``retention_days`` as of ``now``."""
+    days = store.settings.retention_days
+    by_kind: dict[str, list[str]] = {}
+    for entry_id, kind in retention_due(store, as_of=now).items():
+        by_kind.setdefault(kind, []).append(entry_id)
+    return [Due("retention", kind, f"{len(ids)} {kind} entr{'y' if len(ids) == 1 else 'ies'} older "
+                f"than {days[kind]} days (retention_days.{kind})", items=len(ids), ids=ids)
+            for kind, ids in sorted(by_kind.items())]
+
+
+def _retain(store: Store, due: Due, context: StepContext) -> int:
+    """One kind's expired entries (the policy of that kind alone)."""
+    return _retained(store, context, {due.target: store.settings.retention_days[due.target]})
+
+
+def _retain_all(store: Store, dues: list[Due], context: StepContext) -> int:
+    """Every kind at once: ``retention`` by the whole policy in force, one
+    deletion request (one purge) with the reason "retention"."""
+    return _retained(store, context, None)
+
+
+def _retained(store: Store, context: StepContext, days: dict[str, int] | None) -> int:
+    report = retention(store, as_of=context.now, days=days)
+    if report is None:
+        return 1  # retention.applied alone: what was due went meanwhile
+    if report.verified is False:
+        raise PurgeUnverifiedError(f"the purge of {report.request_id} is not verified: "
+                                   "run `memlog audit deletions` to see what was found where")
+    return 4  # deletion.requested, entries.deleted, purge.completed, retention.applied
+
+
+RETENTION_STEP = Step("retention", _retention_due, _retain, _retain_all)
+
+
 def _refit_due(store: Store, now: int) -> list[Due]:
     proj = store.proj
     head = store.log.head().seq
@@ -101,6 +142,6 @@ def default_steps() -> list[Step]:
     """The steps ``memlog maintain`` runs, in order (first this host's purge of
     the deletions other hosts made on a shared log; the search refit last: it
     replays what the steps before wrote)."""
-    return [SHARED_PURGE_STEP, extraction_step, COMPACTION_STEP, RESOURCE_STEP,
+    return [SHARED_PURGE_STEP, extraction_step, COMPACTION_STEP, RESOURCE_STEP, RETENTION_STEP,
             retention_count_step, ephemeral_step, archive_step, REFIT_STEP]
 

@@ -30,13 +30,15 @@ MAINTAIN_ACTOR = "memlog/maintain"
 
 class Due(msgspec.Struct, frozen=True):
     """One piece of work a step would do: ``target`` is an id (a session, an
-    entry, a scope such as ``user:alice``), ``items`` how many entries or events
-    it touches, ``reason`` why it is due (ids and figures only)."""
+    entry, a scope such as ``user:alice``, an entry kind), ``items`` how many
+    entries or events it touches, ``reason`` why it is due (ids and figures
+    only), ``ids`` the entries it takes when the step names them (retention)."""
 
     step: str
     target: str
     reason: str
     items: int = 1
+    ids: list[str] = []
 
 
 @dataclass(frozen=True)

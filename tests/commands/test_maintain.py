@@ -134,8 +134,8 @@ def test_a_read_only_store_refuses_a_run_but_not_a_dry_run(store: Path, run: Run
 
 def test_the_default_steps_run_in_the_documented_order() -> None:
     assert [s.name for s in default_steps()] == [
-        "shared_purge", "extraction", "compaction", "resources", "retention_count", "ephemeral", "archive",
-        "search_refit"]
+        "shared_purge", "extraction", "compaction", "resources", "retention", "retention_count", "ephemeral",
+        "archive", "search_refit"]
 
 
 @pytest.mark.parametrize("flag", [("--json",), ()])
