@@ -71,6 +71,7 @@ from .keys import (
     SEP,
     all_versions,
     decode_stored,
+    drop_derived,
     has_versions,
     hash_key,
     latest_version,
@@ -320,6 +321,7 @@ class ViewWriter:
                 self._delete_session(eid)
             else:
                 self._delete_entry(ref, tomb)
+        drop_derived(self.txn, self.dbs[b"derived"], set(event.entry_ids))
 
     def _delete_entry(self, ref: DeletedRef, tomb: TombstoneInfo) -> None:
         """Drop every version; what remains comes from the tombstone alone, so a

@@ -24,6 +24,7 @@ __all__ = [
     "SEP",
     "all_versions",
     "decode_stored",
+    "drop_derived",
     "has_versions",
     "hash_key",
     "latest_at",
@@ -169,3 +170,15 @@ def prefix_items(txn: Any, db: Any, prefix: bytes, reverse: bool = False) -> Ite
         if not key.startswith(prefix):
             return
         yield key, bytes(value)
+
+
+def drop_derived(txn: Any, db: Any, children: set[str]) -> None:
+    """Drop the ``derived`` links (``parent | 0x00 | child``) whose child is
+    among ``children`` (erased entries): a replay, where an erased child's
+    record never appears, has none of them. One pass over the links."""
+    if not children:
+        return
+    wanted = {c.encode() for c in children}
+    gone = [bytes(key) for key, _ in prefix_items(txn, db, b"") if bytes(key).rpartition(SEP)[2] in wanted]
+    for key in gone:
+        txn.delete(key, db=db)
