@@ -115,8 +115,8 @@ class EntryFactory:
                  made_by: object, approved_by: Iterable[object] | None) -> DecisionDetails:
         """Decision details (seed 000); each alternative an option (a string) or
         ``{"option": ..., "rejected_reason": ...}``."""
-        if isinstance(alternatives, str):
-            raise InvalidInputError("alternatives must be a list, not a string")
+        if isinstance(alternatives, str | Mapping):
+            raise InvalidInputError("alternatives must be a list of options, not a string or an object")
         pairs = [self._alternative(a) for a in (alternatives or ())]
         reasons = tuple(r or "" for _, r in pairs)
         return DecisionDetails(

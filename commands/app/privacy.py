@@ -93,6 +93,8 @@ def requester(store: Store, who: str, erased: str | None = None) -> str:
     erased (``erased``) or any user of the store, else as given (``dpo``)."""
     if who == erased or _is_user(store, who):
         return store.pseudonyms.of(who)
+    if erased and erased in who:  # a requester named after the erased user: the name goes too
+        return who.replace(erased, store.pseudonyms.of(erased))
     return who
 
 
@@ -120,6 +122,8 @@ def _request(store: Store, request_id: str, criteria: DeletionCriteria, reason: 
         criteria = msgspec.structs.replace(criteria, user_id=alias)
         reason = reason.replace(uid, alias)
     by = store.pseudonyms.of(requested_by) if by_user or requested_by == uid else requested_by
+    if uid is not None and uid in by:  # a requester named after the erased user (``mcp:<id>``)
+        by = by.replace(uid, store.pseudonyms.of(uid))
     return DeletionRequested(request_id=request_id, criteria=criteria, reason=reason, requested_by=by)
 
 

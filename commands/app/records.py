@@ -273,7 +273,8 @@ def remember(store: Store, user_id: str, key: str, content: str, session_id: str
         text = store.entries.redactor.redact(text, counts)
     mid = new_id("mem") if memory_id is None else check_id(memory_id, "memory id")
     event = MemorySaved(user_id=uid, key=k, content=text, memory_id=mid,
-                        session_id=None if session_id is None else _own_session(store, session_id, uid),
+                        session_id=None if session_id is None else _own_session(
+                            store, store.writer.live_session(session_id, closed_ok=True), uid),
                         redactions=counts)
     ids = None if event_id is None else [event_id]
     store.writer.append(store.user_stream(uid, ids), lambda: [event], event_ids=ids)

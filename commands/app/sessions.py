@@ -44,6 +44,9 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     event id (importers). ``ephemeral``: pruned by age and count (issue 18,
     :mod:`commands.app.idle`)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
+    if user_id is not None and session_id and str(user_id) in sid:
+        raise InvalidInputError("a session id must not hold its user's id (the log's stream names keep "
+                                "it after the user's erasure): leave it out for a new id")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
         agent_ids=check_ids(agent_ids, "agent ids"), tags=check_labels(tags, "tags"),

@@ -7,8 +7,6 @@ install when it is missing.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import click
 
 from eventstore import UsageError
@@ -32,6 +30,7 @@ def mcp(ctx: Context, user_id: str | None, agent_id: str | None, read_only: bool
     Events are recorded with the actor mcp[:USER][@AGENT], USER as its pseudonym."""
     try:
         from ..mcp import ServerScope, serve
+        from ..mcp.scope import named_scope
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
@@ -40,9 +39,7 @@ def mcp(ctx: Context, user_id: str | None, agent_id: str | None, read_only: bool
     ctx.read_only = read_only  # the store itself refuses writes too (MemoryLog.open(read_only=True))
     scope = ServerScope(user_id, agent_id, read_only)
     with ctx.memory(create=not read_only) as mem:
-        if user_id is not None and not read_only:  # a read-only server writes no actor
-            scope = replace(scope, alias=mem.store.pseudonyms.of(user_id))
-        mem.store.set_actor(scope.actor)
+        scope = named_scope(scope, mem)  # the user as its pseudonym in the log's headers
         who = f"user {user_id}" if user_id else "every user (unscoped admin mode)"
         click.echo(f"memlog mcp: serving {ctx.data_dir} for {who}"
                    f"{' read-only' if read_only else ''} as {scope.actor}", err=True)

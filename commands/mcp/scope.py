@@ -14,7 +14,7 @@ user, and the tools that act for a user take a ``user_id`` argument.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eventstore import EntryNotFoundError, InvalidInputError, SessionNotFoundError
 
@@ -22,7 +22,7 @@ from ..app import EntryResult, MemoryResult, SessionResult
 from ..app.validate import check_id
 from ..memory import MemoryLog
 
-__all__ = ["Guard", "ServerScope"]
+__all__ = ["Guard", "ServerScope", "named_scope"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,16 @@ class ServerScope:
         user = f":{name}" if name is not None else ""
         agent = f"@{self.agent}" if self.agent is not None else ""
         return f"mcp{user}{agent}"
+
+
+def named_scope(scope: ServerScope, mem: MemoryLog) -> ServerScope:
+    """``scope`` with its user's pseudonym as its ``alias`` (a server that
+    writes), and the store's writes made as its actor from now on."""
+    if scope.user is not None and not scope.read_only and scope.alias is None:
+        scope = replace(scope, alias=mem.store.pseudonyms.of(scope.user))
+    if not scope.read_only:
+        mem.store.set_actor(scope.actor)
+    return scope
 
 
 class Guard:

@@ -26,7 +26,7 @@ from ..memory import MemoryLog
 from .errors import error_result, tool_failure
 from .reads import ReadTools
 from .resources import add_resources
-from .scope import ServerScope
+from .scope import ServerScope, named_scope
 from .writes import WRITE_TOOLS, WriteTools
 
 __all__ = ["MemlogServer", "build_server", "serve"]
@@ -97,6 +97,7 @@ def _version() -> str:
 def build_server(mem: MemoryLog, scope: ServerScope) -> MemlogServer:
     """The server for ``scope`` over the open store ``mem``: read tools always,
     write tools unless read-only, and the two resources."""
+    scope = named_scope(scope, mem)  # the log names its user by the pseudonym
     server = MemlogServer(scope)
     hidden = frozenset([*(["user_id"] if scope.user is not None else []),
                         *(["agent_id"] if scope.agent is not None else [])])

@@ -130,9 +130,15 @@ def derived_id(fmt: str, kind: str, source_id: str) -> str:
     return f"{prefix}-{_digest(fmt, 'id:' + source_id)[:16]}"
 
 
+_PERSONAL = re.compile(r"@|\d{7}")
+
+
 def session_id_for(fmt: str, source_id: object) -> str:
-    """The source's session id when memlog accepts it as an id, else one derived from it."""
-    if isinstance(source_id, str) and _ID.match(source_id):
+    """The source's session id when memlog accepts it as an id and it names no
+    person (no ``@``, no run of 7 digits: seed 001 keys sessions by a phone
+    number or an address, which the log's stream names would keep after the
+    user's erasure), else one derived from it."""
+    if isinstance(source_id, str) and _ID.match(source_id) and not _PERSONAL.search(source_id):
         return source_id
     return f"sess-{_digest(fmt, 'session:' + str(source_id))[:16]}"
 

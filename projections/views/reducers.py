@@ -168,7 +168,8 @@ def entry_view(stored: StoredEntry, source: Event | None, edit: Event | None = N
         entry = None
     else:
         if stored.edits:
-            entry = replace(entry, content=edit.content) if isinstance(edit, EntryEdited) else None
+            entry = (replace(entry, content=edit.content, tags=entry.tags if edit.tags is None else edit.tags)
+                     if isinstance(edit, EntryEdited) else None)
         if entry is not None and stored.changes is not None:
             entry = apply_changes(entry, stored.changes)
     return EntryView(  # positional (the field order of EntryView): many are built per read

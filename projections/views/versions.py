@@ -34,5 +34,6 @@ def entry_versions(stored: StoredEntry | None, events_at: _EventsAt) -> list[tup
     versions = [(stored.recorded_seq, first)]
     for seq, event in zip(stored.edits, events[1:], strict=True):
         if isinstance(event, EntryEdited):
-            versions.append((seq, msgspec.structs.replace(first, content=event.content)))
+            tags = first.tags if event.tags is None else event.tags
+            versions.append((seq, msgspec.structs.replace(first, content=event.content, tags=tags)))
     return versions

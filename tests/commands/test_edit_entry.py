@@ -235,3 +235,21 @@ def test_an_edited_lesson_is_deduplicated_by_its_new_text(store: Path) -> None:
         mem.edit(eid, content="always load test the connection pool before launch day")
         again = mem.record_lesson(sid, content="always load test the connection pool before launch day")
     assert again == eid  # reinforced, not recorded twice
+
+
+def test_an_edit_moves_the_hashtags_and_a_preference_is_set_again_instead(tmp_path: Path) -> None:
+    from eventstore import InvalidInputError
+
+    with MemoryLog.open(tmp_path / "store") as mem:
+        sid = mem.start_session(user_id="alice")
+        eid = mem.add_message(sid, role="user", content="Lunch with #JohnSmith", tags=["food"])
+        mem.edit(eid, content="Lunch with a client about #budget")
+        assert mem.show(eid).tags == ("food", "budget")
+        assert [h.id for h in mem.search("", tags=["budget"])] == [eid]
+        assert mem.search("", tags=["johnsmith"]) == []
+        live = views_dump(mem)
+        mem.replay()
+        assert views_dump(mem) == live
+        pref = mem.set_preference("alice", key="style", value="verbose prose")
+        with pytest.raises(InvalidInputError, match="set its key again"):
+            mem.edit(pref, content="style: concise")

@@ -321,3 +321,22 @@ def test_a_resource_keyed_by_the_user_and_an_mcp_server_of_the_user_leave_no_tra
         assert report.verified, report.findings
     assert _scan(data, PHONE) == {}
     assert PHONE not in _outputs(data)
+
+
+def test_a_requester_named_after_the_user_keeps_only_the_pseudonym(tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    with MemoryLog.open(data) as mem:
+        _other(mem)
+        mem.remember(PHONE, "city", "Lisbon")
+        report = mem.delete(user_id=PHONE, reason="gdpr", requested_by=f"ticket-for-{PHONE}")
+        assert report.verified, report.findings
+    assert _scan(data, PHONE) == {}
+
+
+def test_a_session_id_that_holds_the_user_id_is_refused_or_derived(tmp_path: Path) -> None:
+    from commands.transfer.model import session_id_for
+
+    with MemoryLog.open(tmp_path / "store") as mem, pytest.raises(InvalidInputError, match="user's id"):
+        mem.start_session(PHONE, session_id=f"chat-{PHONE}")
+    assert session_id_for("picobot", PHONE).startswith("sess-")
+    assert session_id_for("picobot", "chat-42") == "chat-42"

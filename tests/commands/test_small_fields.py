@@ -267,3 +267,17 @@ def test_the_mcp_server_takes_the_new_arguments(tmp_path: Path) -> None:
             {"option": "SQS", "rejected_reason": "no replay"}, {"option": "Redis", "rejected_reason": None}]
         assert mem.show(got["mid"]).session_id == sid  # type: ignore[union-attr]
         assert mem.session(sid).agent_ids == ("helper",)
+
+
+def test_an_object_for_alternatives_and_a_missing_session_are_refused(tmp_path: Path) -> None:
+    from eventstore import InvalidInputError, SessionNotFoundError
+
+    with MemoryLog.open(tmp_path / "store") as mem:
+        sid = mem.start_session(user_id="alice")
+        head = mem.store.log.head().seq
+        with pytest.raises(InvalidInputError, match="alternatives"):
+            mem.record_decision(sid, decision="use postgres",
+                                alternatives={"option": "MySQL", "rejected_reason": "weak JSON"})  # type: ignore[arg-type]
+        with pytest.raises(SessionNotFoundError):
+            mem.remember("alice", "db", "postgres", session_id="sess-doesnotexist")
+        assert mem.store.log.head().seq == head
