@@ -222,14 +222,12 @@ class EntryUpdated(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
 
 
 class EntryEdited(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.edited"):
-    """An entry's text was replaced by ``content``; the earlier texts stay in the log.
-    ``tags``: the entry's tags from now on (its given tags and the new text's
-    hashtags); None leaves them as they were."""
+    """An entry's text was replaced by ``content``; the earlier texts stay in the log."""
 
     entry_id: Id
     content: Text
     redactions: dict[str, int] = {}
-    tags: tuple[Label, ...] | None = None
+    tags: tuple[Label, ...] | None = None  # the tags from now on (given and new hashtags); None: as before
 
 
 class MemorySaved(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="memory.saved"):

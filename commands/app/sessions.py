@@ -22,6 +22,7 @@ from projections import SessionView
 from . import log as _log
 from .entries import new_id
 from .extraction import on_close
+from .pseudonym import RAW_FROM
 from .results import SessionResult, TranscriptPage, entry_result, session_result
 from .store import Store
 from .validate import check_id, check_ids, check_labels, optional_text
@@ -44,7 +45,7 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     event id (importers). ``ephemeral``: pruned by age and count (issue 18,
     :mod:`commands.app.idle`)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
-    if user_id is not None and session_id and str(user_id) in sid:
+    if user_id is not None and session_id and len(str(user_id)) >= RAW_FROM and str(user_id) in sid:
         raise InvalidInputError("a session id must not hold its user's id (the log's stream names keep "
                                 "it after the user's erasure): leave it out for a new id")
     event = _redacted(store, SessionStarted(
