@@ -5,8 +5,8 @@ rule-based extraction (seed 002), dedup of lessons (seed 004) (issue 18).
 from __future__ import annotations
 
 from ..app import Store
-from ..app.extraction import ExtractionReport, extract_session
-from ..app.summarise import Summariser
+from ..app.upkeep.extraction import ExtractionReport, extract_session
+from ..app.upkeep.summariser import Summariser
 
 __all__ = ["FormationFace"]
 

@@ -5,7 +5,7 @@ user memory ``lg_<digest>`` and the text it is searched by, a copy of the
 value's words, in ``lgix_<digest>``; a namespace's anchor, ``lgns_<digest>``,
 holds its labels. Deleting an item's memory by any path (``forget``,
 ``delete --id``, MCP's ``forget``) deletes its search text too
-(:func:`commands.app.selection.select`), so no copy of the value outlives it.
+(:func:`commands.app.forgetting.selection.select`), so no copy of the value outlives it.
 """
 
 from __future__ import annotations

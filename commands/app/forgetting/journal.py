@@ -5,7 +5,7 @@ and flags, never content) *before* it appends the erasing event, and holds an
 exclusive ``flock`` on that file until ``purge.completed`` is appended; then
 the file goes. So after a crash at any step, the next open of the store (by
 any process) or ``memlog purge`` finds the file with no holder and finishes
-the purge (:func:`commands.app.purging.finish_interrupted`). A file whose lock
+the purge (:func:`commands.app.forgetting.purging.finish_interrupted`). A file whose lock
 is held belongs to a purge still running in another process.
 
 The file is created under a temporary name, locked, written and fsynced, and

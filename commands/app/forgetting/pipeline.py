@@ -2,11 +2,11 @@
 
 The flow of a deletion (DESIGN section 5):
 
-1. the purge's intent is journaled (:mod:`commands.app.journal`: ids and
+1. the purge's intent is journaled (:mod:`commands.app.forgetting.journal`: ids and
    seqs, no content), so a crash at any later step is finished by the next open;
 2. ``deletion.requested`` and the tombstone ``entries.deleted`` are appended in
    one transaction; the erased payloads are deleted right after it commits;
-3. the purge (:mod:`commands.app.purging`) rewrites the log's payload segments
+3. the purge (:mod:`commands.app.forgetting.purging`) rewrites the log's payload segments
    that held them, the views when the request touched memories or sessions (the
    only content they hold), and every search shard that held a deleted entry;
 4. a forensic scan reads every file under the data directory that could hold
@@ -48,16 +48,16 @@ from eventstore import (
 from eventstore.storage import crashpoint
 from projections import EntryView, StoredEntry
 
-from . import log as _log
-from .entries import hashtags, new_id
+from .. import log as _log
+from ..results import DeletionReport
+from ..store.entries import hashtags, new_id
+from ..store.pseudonym import id_needles, is_pseudonym
+from ..store.redaction import Redactor
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
 from .journal import Held, Journal, PurgeIntent
-from .pseudonym import id_needles, is_pseudonym
 from .purging import purge
-from .redaction import Redactor
-from .results import DeletionReport
 from .selection import Selection, has_filters, select
-from .store import Store
-from .writer import SYSTEM_STREAM
 
 __all__ = ["MIN_SPAN", "counts_by_kind", "expired", "requester", "run_deletion", "run_deletions",
            "run_redaction", "run_retention"]

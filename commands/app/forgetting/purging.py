@@ -5,7 +5,7 @@ A purge (DESIGN section 5) rewrites the log's payload segments that held the
 erased payloads, the views when memory values or session metadata went, and
 every search shard that held an erased entry; then it verifies and records
 ``purge.completed``. Each step is idempotent and is journaled
-(:mod:`commands.app.journal`): a crash at any step is finished by the next
+(:mod:`commands.app.forgetting.journal`): a crash at any step is finished by the next
 open of the store, by any process (:func:`finish_interrupted`), or by
 ``memlog purge``.
 
@@ -43,13 +43,13 @@ import msgspec
 from eventstore import PurgeCompleted, PurgeReport, entry_texts
 from eventstore.storage import crashpoint
 
-from . import log as _log
+from .. import log as _log
+from ..recall.search import find, make_query
+from ..results import DeletionReport
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
 from .journal import Held, Journal, PurgeIntent
-from .results import DeletionReport
 from .scan import purge_scope, scan_needles
-from .search import find, make_query
-from .store import Store
-from .writer import SYSTEM_STREAM
 
 _LABEL = re.compile(r"(nats|raft-log-bound):")  # what a shared log's purge reports
 _STREAM_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,194}")  # an id a plain user stream could name

@@ -9,13 +9,10 @@ from eventstore import ENTRY_KINDS, DeletionCriteria, InvalidInputError, MemoryN
 from eventstore.timeutil import MAX_MICROS
 from projections import DeletionRecord
 
-from .privacy import counts_by_kind, expired, requester, run_deletion, run_redaction, run_retention
-from .purging import purge_deferred
-from .redaction import PATTERNS, Redactor
-from .results import DeletionReport
-from .selection import check_honourable, select
-from .store import Store
-from .validate import (
+from ..results import DeletionReport
+from ..store.redaction import PATTERNS, Redactor
+from ..store.store import Store
+from ..store.validate import (
     check_choice,
     check_content,
     check_flag,
@@ -25,6 +22,9 @@ from .validate import (
     check_labels,
     to_time,
 )
+from .pipeline import counts_by_kind, expired, requester, run_deletion, run_redaction, run_retention
+from .purging import purge_deferred
+from .selection import check_honourable, select
 
 __all__ = ["criteria_of", "delete", "deletions", "forget", "preview", "purge", "redact", "retention"]
 
@@ -40,7 +40,7 @@ def delete(store: Store, *, ids: Iterable[str] | None = None, session_id: str | 
 
     Ids alone, or a scope (a session, a user, both, or the whole store)
     narrowed by kinds, tags, before and after: see
-    :func:`commands.app.selection.select`. Entries derived from a deleted one
+    :func:`commands.app.forgetting.selection.select`. Entries derived from a deleted one
     (``derived_from``) go too, unless ``include_derived=False``. With
     ``dry_run`` nothing is written: the report lists the ids that would go
     (``request_id`` empty, ``seq`` the log head it read).
@@ -58,7 +58,7 @@ def criteria_of(*, ids: Iterable[str] | None = None, session_id: str | None = No
                 tags: Iterable[str] | None = None, before: Any = None, after: Any = None,
                 include_derived: bool = True) -> DeletionCriteria:
     """A deletion request's criteria, checked (nothing named, or ids with other
-    criteria, is refused: :func:`commands.app.selection.check_honourable`)."""
+    criteria, is refused: :func:`commands.app.forgetting.selection.check_honourable`)."""
     criteria = DeletionCriteria(
         ids=check_ids(ids, "ids"),
         session_id=None if session_id is None else check_id(session_id, "session id"),

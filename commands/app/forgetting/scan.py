@@ -17,7 +17,7 @@ one: :mod:`projections.embed.parts`). Everything else is scanned, the log's
 main environment, the views and the vectors' main environment included,
 although they are meant to hold no entry content at all, and the vector
 partitions rewritten (the needles then include the deleted texts' vectors:
-:func:`commands.app.purging.vector_needles`).
+:func:`commands.app.forgetting.purging.vector_needles`).
 
 A large scan (:data:`PARALLEL_FROM` bytes or more) reads about half of its
 bytes in a child process (:mod:`.scanner`) while this process reads the

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from eventstore import EntriesDeleted, EntryRecorded, EntryRedacted, MemlogError
 
-from . import log as _log
-from .store import Store
-from .writer import SYSTEM_STREAM
+from .. import log as _log
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
 
 __all__ = ["MARK_FILE", "on_write", "purge_due", "purge_shared", "purged_up_to"]
 

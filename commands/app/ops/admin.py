@@ -12,9 +12,9 @@ import msgspec
 from eventstore import DecayApplied, InvalidInputError, VerifyResult, now_micros
 from projections import DecayParams
 
-from .store import Store
-from .validate import check_choice, check_rates, check_unit, to_time
-from .writer import SYSTEM_STREAM
+from ..store.store import Store
+from ..store.validate import check_choice, check_rates, check_unit, to_time
+from ..store.writer import SYSTEM_STREAM
 
 __all__ = [
     "PROJECTIONS", "apply_decay", "decay_params", "dir_size", "disk_sizes", "params_dict", "replay", "stats",

@@ -14,11 +14,11 @@ from typing import Any, Final
 
 from eventstore import StorageError, format_micros
 
-from . import purging
-from .compaction import sessions_over
-from .maintenance import disk_sizes
-from .metrics import METRICS, render
-from .store import Store
+from ..forgetting import purging
+from ..metrics import METRICS, render
+from ..store.store import Store
+from ..upkeep.compaction import sessions_over
+from .admin import disk_sizes
 
 __all__ = ["LAST_EVENTS", "TAIL", "health", "metrics_text"]
 

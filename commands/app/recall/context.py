@@ -8,10 +8,10 @@ decisions, lessons and
 open findings (a query's best matches first, then the newest), open tasks,
 the recovery snapshot of the previous session, the session summary (only
 when the history was cut), and recent messages (without those a session
-summary stands for: :mod:`commands.app.summaries`).
+summary stands for: :mod:`commands.app.upkeep.summaries`).
 
 Everything is drawn from what the session's user may see
-(:func:`~commands.app.scope.session_scope`): the user's own sessions that are
+(:func:`~commands.app.recall.scope.session_scope`): the user's own sessions that are
 not archived (the session itself always), the entries and memories carrying
 the user's id, and the project context shared by every session of the store.
 A session without a user sees itself and the shared project context.
@@ -32,7 +32,7 @@ one project of their own).
 A preference key holds its latest value: older values stay in the log and in
 ``show``/``audit history``, not in the block.
 
-With a query, the search memlog uses (:func:`commands.app.search.find`, both
+With a query, the search memlog uses (:func:`commands.app.recall.search.find`, both
 sources, in the session's scope) ranks the user's messages and memories; the
 best matches not shown elsewhere in the block form the section "Relevant
 earlier messages and memories", best first, each with its date and its
@@ -41,7 +41,7 @@ session (a memory: its key), but the memories the memories section shows whole.
 A section's share of the budget (the setting ``context_shares``; by default
 60 % for those matches, nothing for the others) is kept for it; the other
 sections fit in the rest, and the section then takes what they leave (see
-:mod:`commands.app.fitting`). Over budget, sections are trimmed, then dropped,
+:mod:`commands.app.recall.fitting`). Over budget, sections are trimmed, then dropped,
 in this order (seed 002's, lessons first and the handoff last, after the
 matches, which take only what their share and the others leave)::
 
@@ -49,10 +49,10 @@ matches, which take only what their share and the others leave)::
     preferences, memories, project, instruction, handoff
 
 The block ends with the memory-writing instruction (section ``instruction``,
-:mod:`commands.app.instruction`): how to save to memory, by the MCP tools or
+:mod:`commands.app.recall.instruction`): how to save to memory, by the MCP tools or
 the ``memlog`` commands; the setting ``memory_instruction`` turns it off.
 
-Memory resources (:mod:`commands.app.resources.sections`) add a section per
+Memory resources (:mod:`commands.app.recall.resource_sections`) add a section per
 block, each within its allocation (the resource's ``context_ratio`` of the
 budget, split by the blocks' ratios), printed before the recent messages and
 trimmed after every other section but the handoff.
@@ -73,15 +73,15 @@ import msgspec
 from eventstore import MEMORY_DOC_KIND, InvalidInputError, SessionNotFoundError, now_micros, shown
 from projections import EntryView, SearchQuery, SessionView, ViewReader
 
+from ..results import ContextBlock, SearchResult
+from ..store.store import Store
+from ..store.validate import check_id
 from . import search
 from .fitting import Section, block, fit
 from .instruction import instruction
-from .resources import resource_sections
-from .results import ContextBlock, SearchResult
+from .resource_sections import resource_sections
+from .restore import restore_on_read
 from .scope import project_of, session_scope, user_sessions
-from .sessions import restore_on_read
-from .store import Store
-from .validate import check_id
 
 __all__ = ["DROP_ORDER", "RECOVERY_MESSAGES", "build_context", "chars_over_four"]
 
@@ -117,7 +117,7 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
     """Assemble the block for ``session_id`` within ``budget`` tokens (None: the
     settings' ``context_budget_tokens``; 0 is refused, not taken for None), as
     of a seq, if given; ``face`` (cli or mcp) words the memory-writing
-    instruction (:mod:`commands.app.instruction`)."""
+    instruction (:mod:`commands.app.recall.instruction`)."""
     count = count_tokens or chars_over_four
     if budget is None:
         budget = store.settings.context_budget_tokens

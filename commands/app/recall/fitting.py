@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .results import ContextBlock, ContextSection
+from ..results import ContextBlock, ContextSection
 
 __all__ = ["MIN_CUT", "Section", "block", "fit"]
 

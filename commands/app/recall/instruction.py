@@ -8,7 +8,7 @@ The setting ``memory_instruction`` (on by default) turns it off. It is one
 section of the fit, named ``instruction``, printed last and counted in the
 budget like any other; over budget it is trimmed and dropped after every
 section but the memory resources' and the handoff
-(:data:`commands.app.context.DROP_ORDER`). A session with nothing else to
+(:data:`commands.app.recall.context.DROP_ORDER`). A session with nothing else to
 show still gets it: a new agent learns first how to save.
 """
 

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable
 from eventstore import InvalidInputError, ResourceSpec
 from projections import SessionView, ViewReader
 
-from ..fitting import Section
-from .reading import Alias, live_items, specs, stored_key
-from .spec import block_budgets, blocks_of, key_fields
+from ..resources.reading import Alias, live_items, specs, stored_key
+from ..resources.spec import block_budgets, blocks_of, key_fields
+from .fitting import Section
 
 __all__ = ["resource_sections", "session_values"]
 

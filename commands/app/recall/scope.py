@@ -23,8 +23,8 @@ import msgspec
 
 from projections import Scope, SearchQuery, SessionView, ViewReader
 
-from .store import Store
-from .validate import check_id
+from ..store.store import Store
+from ..store.validate import check_id
 
 __all__ = ["PROJECT_KEY", "default_source", "project_of", "reader_scope", "scoped_query", "session_scope",
            "user_sessions"]

@@ -25,11 +25,11 @@ from eventstore import (
 )
 from projections import MemoryView, Ranked, Scope, SearchQuery, ViewReader
 
-from .metrics import METRICS
-from .results import SearchResult
-from .sessions import restore_on_read
-from .store import Store
-from .validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
+from ..metrics import METRICS
+from ..results import SearchResult
+from ..store.store import Store
+from ..store.validate import check_choice, check_id, check_ids, check_labels, check_unit, to_time
+from .restore import restore_on_read
 
 __all__ = ["check_deadline", "check_scope", "find", "make_query", "make_snippet", "search", "with_findings"]
 

@@ -22,7 +22,7 @@ reinforces that lesson instead of adding a copy.
   lesson's stream; the call returns the existing lesson's id. The views count
   it as an access (decay boost and access score) and tally it
   (:meth:`projections.ViewReader.reinforcement`); ``history`` lists it.
-- **Where.** Every lesson written through :func:`commands.app.records.record`
+- **Where.** Every lesson written through :func:`commands.app.recording.records.record`
   (``record_lesson``, MCP, extraction), except importers' (they carry
   client event ids and keep every record). Two processes writing the same
   lesson at the same moment may both add it (the check is not serialised
@@ -37,9 +37,9 @@ from weakref import WeakKeyDictionary
 from eventstore import SHOWN_STATES, EntryRecorded, EntryReinforced, now_micros
 from projections import ViewReader, lesson_words
 
-from . import log as _log
-from .store import Store
-from .writer import SYSTEM_STREAM
+from .. import log as _log
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
 
 __all__ = ["WordSets", "find_copy", "jaccard", "reinforce_copy"]
 

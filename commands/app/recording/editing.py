@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from eventstore import SHOWN_STATES, EntryEdited, EntryNotFoundError, Event
 
-from . import log as _log
+from .. import log as _log
+from ..store.store import Store
+from ..store.validate import check_content, check_id
 from .records import PROJECT_STREAM
-from .store import Store
-from .validate import check_content, check_id
 
 __all__ = ["edit_entry"]
 

@@ -31,12 +31,12 @@ from eventstore import (
 )
 from projections import DEFAULT_RATES
 
-from . import log as _log
+from .. import log as _log
+from ..results import EntryResult, MemoryResult, entry_result, memory_result
+from ..store.entries import new_id
+from ..store.store import Store
+from ..store.validate import check_choice, check_content, check_id, check_key, check_unit
 from .dedup import reinforce_copy
-from .entries import new_id
-from .results import EntryResult, MemoryResult, entry_result, memory_result
-from .store import Store
-from .validate import check_choice, check_content, check_id, check_key, check_unit
 
 # The stream of the project context shared by every session of the store.
 PROJECT_STREAM = "project"
@@ -66,7 +66,7 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     """Append an entry event to its session's stream (or its user's);
     ``event_id``: a client event id (importers); ``actor``: the writer's
     default unless given. A lesson close to a live lesson of its scope
-    reinforces it instead (:mod:`commands.app.dedup`): the id returned is then
+    reinforces it instead (:mod:`commands.app.recording.dedup`): the id returned is then
     the existing lesson's. An agent that writes in a session joins its agents
     (:func:`_joined`; not for an importer's event, whose ids are its own)."""
     if entry.kind == "lesson" and event_id is None:  # -- formation (issue 18): dedup (seed 004) --

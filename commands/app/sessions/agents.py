@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from eventstore import format_micros
 from projections import AGENT_UNKNOWN, SessionView, StoredEntry, ViewReader
 
-from .store import Store
-from .validate import check_id
+from ..store.store import Store
+from ..store.validate import check_id
 
 __all__ = ["AgentResult", "agents"]
 

@@ -27,7 +27,7 @@ from eventstore import (
     now_micros,
 )
 
-from .extraction_patterns import HASHTAG
+from .patterns import HASHTAG
 from .redaction import Redactor
 from .validate import (
     check_choice,

@@ -17,8 +17,8 @@ import msgspec
 
 from eventstore import InvalidInputError, ResourceSpec
 
+from ..resources.spec import check_specs
 from .redaction import PATTERNS, compile_regex
-from .resources.spec import check_specs
 
 __all__ = ["DEFAULT_CONTEXT_SHARES", "DEFAULT_RETENTION_DAYS", "Settings", "check_settings", "load_settings",
            "merged", "policy"]
@@ -29,7 +29,7 @@ DEFAULT_RETENTION_DAYS = {
     "lesson": 365, "task": 180, "handoff": 90, "summary": 365, "project": 3650,
 }
 
-# The share of a context budget kept for each section (commands.app.context): with a
+# The share of a context budget kept for each section (commands.app.recall.context): with a
 # query, 60 % for the best matches of the user's earlier messages and memories.
 DEFAULT_CONTEXT_SHARES = {
     "project": 0.0, "memories": 0.0, "preferences": 0.0, "handoff": 0.0, "recall": 0.6,

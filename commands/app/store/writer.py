@@ -20,8 +20,8 @@ from eventstore import (
 )
 from projections import Projections
 
-from . import log as _log
-from .metrics import METRICS
+from .. import log as _log
+from ..metrics import METRICS
 from .validate import check_id
 
 __all__ = ["RESTORED_ON_WRITE", "SYSTEM_STREAM", "Writer"]

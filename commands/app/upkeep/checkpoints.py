@@ -3,7 +3,7 @@
 :func:`checkpoint` marks a point of a session in the log: ``checkpoint.marked``
 (ids and labels: the session, its user, an agent, a model id, a chat id, the
 time). Nothing is copied: :func:`recover` reads the log **as of** that event,
-so it gives the context the session had then (:func:`~commands.app.context.build_context`
+so it gives the context the session had then (:func:`~commands.app.recall.context.build_context`
 as of the seq, at the checkpoint's time) and the session's last messages then
 (at most :data:`RECOVERY_MESSAGES`, seed 002's 50). Content deleted or redacted
 since never comes back: as-of reads show it deleted.
@@ -23,12 +23,12 @@ import msgspec
 
 from eventstore import CheckpointMarked, InvalidInputError, format_micros, now_micros
 
-from . import log as _log
-from .context import build_context
-from .entries import new_id
-from .results import ContextBlock, EntryResult, entry_result
-from .store import Store
-from .validate import check_id, check_labels
+from .. import log as _log
+from ..recall.context import build_context
+from ..results import ContextBlock, EntryResult, entry_result
+from ..store.entries import new_id
+from ..store.store import Store
+from ..store.validate import check_id, check_labels
 
 __all__ = ["RECOVERY_MESSAGES", "Recovery", "checkpoint", "recover"]
 

@@ -5,7 +5,7 @@ most relevant entries and folds the rest into one summary entry.
   (live or redacted), as the views' session statistics keep it on every event;
   the limit is ``session_limit_bytes`` (10 MiB by default).
 - **Trigger.** At ``compact_at`` (90%) of the limit: on a write to the session
-  when ``auto_compact`` is on (:mod:`commands.app.compaction_watch`), or on
+  when ``auto_compact`` is on (:mod:`commands.app.upkeep.watch`), or on
   demand (:func:`compact`, ``memlog compact``).
 - **Relevance.** Seed 000's blend as search ranks entries without a query
   (:func:`projections.score`): ``0.4 x 1 + 0.3 x decay factor + 0.2 x
@@ -24,7 +24,7 @@ most relevant entries and folds the rest into one summary entry.
   long ones cut to an equal share at a word boundary (:func:`fit_texts`).
 - **Events.** One append to the session's stream: the summary
   (``entry.recorded``, kind ``summary``, ``derived_from`` the removed ids, text
-  from the :data:`~commands.app.summarise.Summariser`) and ``session.compacted``
+  from the :data:`~commands.app.upkeep.summariser.Summariser`) and ``session.compacted``
   (bytes before and after, removed ids, summary id, policy). The removed
   entries stay in the log (``show`` and ``audit history`` name the
   compaction), leave search, the context and the session's statistics.
@@ -41,11 +41,11 @@ from typing import Any
 from eventstore import ConcurrencyError, ReadOnlyError, SessionCompacted, SessionNotFoundError, now_micros
 from projections import DecayParams, StoredEntry, ViewReader, entry_importance, score
 
-from . import log as _log
-from .settings import Settings
-from .store import Store
-from .summarise import Summariser, check_summary
-from .validate import check_id
+from .. import log as _log
+from ..store.settings import Settings
+from ..store.store import Store
+from ..store.validate import check_id
+from .summariser import Summariser, check_summary
 
 __all__ = ["ACTOR", "CompactionReport", "compact", "compact_session", "fit_texts", "policy_of",
            "sessions_over", "summarise_texts", "threshold_bytes"]

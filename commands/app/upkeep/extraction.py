@@ -4,14 +4,14 @@ it closes.
 
 - **Extraction.** The user's and the assistant's messages (the conversation:
   system and tool messages are left out) recorded since the session's last
-  extraction are cut into lines; :func:`~commands.app.extraction_patterns.classify`
+  extraction are cut into lines; :func:`~commands.app.store.patterns.classify`
   says which line is a decision or a lesson (seed 002's patterns). Each one
   becomes an entry: the line (at most 300 characters), ``derived_from`` its
   message, actor ``memlog/extract``, tags ``auto-extract`` (and
   ``session-close`` on close) plus its ``#hashtags``, the message's agent (else
   the session's only agent). At most 10 decisions and 10 lessons a run; a line
   repeated in the run is taken once; a lesson goes through dedup
-  (:mod:`commands.app.dedup`).
+  (:mod:`commands.app.recording.dedup`).
 - **Once.** The entries and ``session.extracted`` (the session, the last seq
   read, how many messages, the entry ids) are one transaction; the next run
   reads only messages recorded after that seq, so a second run writes nothing.
@@ -50,14 +50,14 @@ from eventstore import (
 )
 from projections import EntryView, SessionView, ViewReader, lesson_words
 
-from . import log as _log
-from .dedup import jaccard
-from .entries import hashtags
-from .extraction_patterns import MAX_CHARS, MAX_PER_KIND, classify
-from .records import record
-from .store import Store
-from .upkeep import Due, Step, StepContext
-from .validate import check_id
+from .. import log as _log
+from ..recording.dedup import jaccard
+from ..recording.records import record
+from ..store.entries import hashtags
+from ..store.patterns import MAX_CHARS, MAX_PER_KIND, classify
+from ..store.store import Store
+from ..store.validate import check_id
+from .maintain import Due, Step, StepContext
 
 __all__ = [
     "AUTO_EXTRACT", "AUTO_HANDOFF", "AUTO_TAGS", "EXTRACT_ACTOR", "HANDOFF_CHARS", "HANDOFF_MESSAGES",

@@ -13,11 +13,11 @@ last entry recorded (``SessionStats.last_activity``), all read from the views.
   deleted through the privacy pipeline (tombstone, purge, verified report),
   reason ``retention: ephemeral ...``, then ``retention.applied`` records the
   policy (actor ``memlog/maintain``).
-- :func:`~commands.app.sessions.restore_on_read`: a read naming an archived session (transcript,
+- :func:`~commands.app.sessions.lifecycle.restore_on_read`: a read naming an archived session (transcript,
   context, search with a session) restores it (``session.restored``, reason
   ``auto-restore: a read named the archived session``) when ``auto_restore`` is on; a read-only store
   skips the restore and reads as it is. A write restores through
-  :meth:`~commands.app.writer.Writer.live_session`.
+  :meth:`~commands.app.store.writer.Writer.live_session`.
 
 0 switches a threshold off. ``due`` reads the views only: the sessions'
 manifests and statistics (no entry, no log).
@@ -28,11 +28,11 @@ from __future__ import annotations
 from eventstore import DeletionCriteria, RetentionApplied, SessionArchived
 from projections import SessionView, ViewReader
 
-from . import log as _log
-from .privacy import run_deletions
-from .store import Store
-from .upkeep import Due, Step, StepContext
-from .writer import SYSTEM_STREAM
+from .. import log as _log
+from ..forgetting.pipeline import run_deletions
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
+from .maintain import Due, Step, StepContext
 
 __all__ = ["activity", "archive_step", "ephemeral_step"]
 

@@ -13,7 +13,7 @@ little next to the shortest interval, one second (about 6 ms for a store of
 **The schedule.** Runs start one interval apart (start to start); a run that
 takes longer than the interval is followed by the next at once. Runs never
 overlap, and a run of ``memlog maintain`` elsewhere at the same time makes this
-run fail with ``E_LOCK_TIMEOUT`` (see :mod:`commands.app.maintain`) and the
+run fail with ``E_LOCK_TIMEOUT`` (see :mod:`commands.app.upkeep.maintain`) and the
 loop goes on.
 
 **Failures.** A run that raises is one :class:`Run` with ``error`` (its code
@@ -37,7 +37,7 @@ import msgspec
 
 from eventstore import E_INTERNAL, E_STORAGE_IO, InvalidInputError, MemlogError, now_micros
 
-from . import log as _log
+from .. import log as _log
 from .maintain import MaintainReport
 
 __all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "Maintainer", "Opener", "Run", "check_interval", "parse_interval",

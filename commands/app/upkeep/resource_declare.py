@@ -8,9 +8,9 @@ from eventstore import ResourceDeclared, ResourceSpec
 from projections import ResourceActivity
 
 from .. import log as _log
-from ..store import Store
-from .reading import specs
-from .spec import make_spec
+from ..resources.reading import specs
+from ..resources.spec import make_spec
+from ..store.store import Store
 
 __all__ = ["RESOURCES_STREAM", "activity", "declare", "declared"]
 

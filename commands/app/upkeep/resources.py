@@ -36,15 +36,23 @@ from eventstore import (
 )
 
 from .. import log as _log
-from ..forgetting import delete as _delete
+from ..forgetting.requests import delete as _delete
+from ..resources.policy import Item, expired, plan_evictions, plan_flush, total
+from ..resources.reading import (
+    ResourceMessage,
+    find_spec,
+    live_items,
+    stored_key,
+    to_item,
+    to_message,
+    token_count,
+)
+from ..resources.spec import blocks_of, default_block, stream_of
 from ..results import DeletionReport
-from ..store import Store
-from ..summarise import ExtractiveSummariser, Summariser, check_summary
-from ..validate import check_choice, check_id
-from ..writer import SYSTEM_STREAM
-from .policy import Item, expired, plan_evictions, plan_flush, total
-from .reading import ResourceMessage, find_spec, live_items, stored_key, to_item, to_message, token_count
-from .spec import blocks_of, default_block, stream_of
+from ..store.store import Store
+from ..store.validate import check_choice, check_id
+from ..store.writer import SYSTEM_STREAM
+from .summariser import ExtractiveSummariser, Summariser, check_summary
 
 __all__ = ["ResourceHandle"]
 

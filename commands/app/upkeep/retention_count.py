@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from eventstore import DeletionCriteria, RetentionApplied
 
-from . import log as _log
-from .privacy import run_deletion
-from .store import Store
-from .upkeep import Due, Step, StepContext
-from .writer import SYSTEM_STREAM
+from .. import log as _log
+from ..forgetting.pipeline import run_deletion
+from ..store.store import Store
+from ..store.writer import SYSTEM_STREAM
+from .maintain import Due, Step, StepContext
 
 __all__ = ["retention_count_step", "scope_label", "scopes_over"]
 

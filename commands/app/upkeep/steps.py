@@ -1,6 +1,6 @@
 """The maintenance steps of the life-cycle issue (compaction, memory resources),
 retention by days, and the list ``memlog maintain`` runs, in order (see
-:mod:`commands.app.maintain`).
+:mod:`commands.app.upkeep.maintain`).
 
 Each ``due`` reads the views only: the sessions' statistics for compaction,
 for resources the oldest item of each instance whose spec has a TTL, and for
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from eventstore import PurgeUnverifiedError
 
+from ..forgetting.requests import retention, retention_due
+from ..forgetting.shared_purge import purge_due, purge_shared
+from ..resources.reading import specs
+from ..store.store import Store
 from .compaction import compact_session, sessions_over, threshold_bytes
 from .extraction import extraction_step
-from .forgetting import retention, retention_due
 from .idle import archive_step, ephemeral_step
-from .resources.handle import ResourceHandle
-from .resources.reading import specs
+from .maintain import Due, Step, StepContext
+from .resources import ResourceHandle
 from .retention_count import retention_count_step
-from .shared_purge import purge_due, purge_shared
-from .store import Store
-from .upkeep import Due, Step, StepContext
 
 __all__ = ["COMPACTION_STEP", "REFIT_STEP", "RESOURCE_STEP", "RETENTION_STEP", "SHARED_PURGE_STEP",
            "default_steps"]

@@ -2,9 +2,9 @@
 
 After every entry recorded in a session (through the facade), the watch asks
 two questions: has the session reached ``compact_at`` of its size limit (then
-it compacts, :mod:`commands.app.compaction`), else have its messages not yet
+it compacts, :mod:`commands.app.upkeep.compaction`), else have its messages not yet
 summarised passed ``summary_threshold_tokens`` (then it summarises,
-:mod:`commands.app.summaries`)?
+:mod:`commands.app.upkeep.summaries`)?
 
 The check is cheap: the watch keeps a tally per session (its content bytes and
 the characters of its messages not yet summarised) and adds each recorded
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 from eventstore import ConflictError, EntryRecorded, InvalidInputError, NotFoundError, StorageError
 
-from . import log as _log
+from .. import log as _log
+from ..store.store import Store
 from .compaction import compact_session, threshold_bytes
-from .store import Store
 from .summaries import pending_messages, summarise_session
-from .summarise import Summariser
+from .summariser import Summariser
 
 __all__ = ["LifecycleWatch"]
 

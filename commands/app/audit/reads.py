@@ -47,13 +47,14 @@ from eventstore import (
     parse_time,
 )
 
-from . import records, sessions
-from .context import build_context
-from .results import ContextBlock, EntryResult, MemoryResult, SearchResult, SessionResult, absent_result
-from .scope import default_source, scoped_query
-from .search import find, make_query
-from .store import Store
-from .validate import check_id
+from ..recall.context import build_context
+from ..recall.scope import default_source, scoped_query
+from ..recall.search import find, make_query
+from ..recording import records
+from ..results import ContextBlock, EntryResult, MemoryResult, SearchResult, SessionResult, absent_result
+from ..sessions import lifecycle as sessions
+from ..store.store import Store
+from ..store.validate import check_id
 
 __all__ = ["HistoryItem", "PointInTime", "filter_log", "history"]
 

@@ -19,12 +19,13 @@ from eventstore import (
 )
 from projections import SessionView
 
-from . import log as _log
-from .entries import new_id
-from .extraction import on_close
-from .results import SessionResult, TranscriptPage, entry_result, session_result
-from .store import Store
-from .validate import check_id, check_ids, check_labels, optional_text
+from .. import log as _log
+from ..recall.restore import RESTORED_ON_READ, restore_on_read
+from ..results import SessionResult, TranscriptPage, entry_result, session_result
+from ..store.entries import new_id
+from ..store.store import Store
+from ..store.validate import check_id, check_ids, check_labels, optional_text
+from ..upkeep.extraction import on_close
 
 __all__ = [
     "RESTORED_ON_READ", "archive_session", "check_manifest", "close_session", "restore_on_read",
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 # -- upkeep (issue 18): the reason of an automatic restore by a read (seed 000)
-RESTORED_ON_READ = "auto-restore: a read named the archived session"
 
 
 def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[str] = (),
@@ -42,7 +42,7 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
     """Start a session; returns its id. Ingest redaction runs over its tags,
     its channel and its metadata's keys and values. ``event_id``: a client
     event id (importers). ``ephemeral``: pruned by age and count (issue 18,
-    :mod:`commands.app.idle`)."""
+    :mod:`commands.app.upkeep.idle`)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
@@ -132,7 +132,8 @@ def archive_session(store: Store, session_id: str, reason: str | None = None) ->
 
 def close_session(store: Store, session_id: str, reason: str | None = None) -> None:
     """Close a session: it takes no new entries and stays readable and searchable.
-    Before it closes, its automatic handoff and extraction (:func:`commands.app.extraction.on_close`)."""
+    Before it closes, its automatic handoff and extraction
+    (:func:`commands.app.upkeep.extraction.on_close`)."""
     sid = check_id(session_id, "session id")
     if not store.writer.is_pending_session(sid):
         with store.read() as views:
@@ -214,18 +215,3 @@ def restore_session(store: Store, session_id: str) -> None:
 
 
 # -- upkeep (issue 18) --
-
-def restore_on_read(store: Store, session_id: str) -> bool:
-    """Restore an archived session a read names (transcript, context, search
-    with a session) when ``auto_restore`` is on; a read-only store skips it
-    (the read goes on as it is). True when it restored."""
-    if not store.settings.auto_restore or store.read_only:
-        return False
-    with store.read() as views:
-        view = views.session(session_id)
-    if view is None or not view.archived:
-        return False
-    store.writer.append(f"session:{session_id}",
-                        lambda: [SessionRestored(session_id=session_id, reason=RESTORED_ON_READ)])
-    _log.info("archived session restored by a read", session_id=session_id)
-    return True
