@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from eventstore import EntryChanges, EventLog, ResourceSpec, VerifyResult
+from eventstore import EntryChanges, EntryRecorded, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
 from . import transfer
@@ -54,8 +54,10 @@ from .app.upkeep.compaction import CompactionReport
 from .app.upkeep.resources import ResourceHandle
 from .app.upkeep.summaries import SummaryReport
 from .app.upkeep.summariser import ExtractiveSummariser, Summariser
-from .app.upkeep.watch import LifecycleWatch
 from .faces import AgentsFace, FormationFace, MaintainFace, UpkeepFace
+
+if TYPE_CHECKING:
+    from .app.upkeep.watch import LifecycleWatch
 
 __all__ = ["MemoryLog"]
 
@@ -90,10 +92,22 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         except BaseException:
             self.store.close()
             raise
-        # -- compaction and summaries (issue 17): the check on write
         self.summariser: Summariser = summariser or ExtractiveSummariser()
-        self.lifecycle = LifecycleWatch(self.store, self.summariser)
-        self.store.on_recorded = shared_purge.on_write(self.store, self.lifecycle.recorded)
+        # The check on write (compaction, session summaries) starts with the first write.
+        self._lifecycle: LifecycleWatch | None = None
+        self.store.on_recorded = shared_purge.on_write(self.store, self._recorded)
+
+    @property
+    def lifecycle(self) -> LifecycleWatch:
+        """The check on write: compaction and session summaries, made at the first write."""
+        if self._lifecycle is None:
+            from .app.upkeep.watch import LifecycleWatch
+
+            self._lifecycle = LifecycleWatch(self.store, self.summariser)
+        return self._lifecycle
+
+    def _recorded(self, entry: EntryRecorded) -> None:
+        self.lifecycle.recorded(entry)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
@@ -153,7 +167,8 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         """Many writes in one transaction (for importers): all land or none."""
         with self.store.writer.batch():
             yield self
-        self.lifecycle.after_batch()
+        if self._lifecycle is not None:  # a batch that recorded no entry has nothing to check
+            self._lifecycle.after_batch()
 
     # -- sessions -----------------------------------------------------------
 
