@@ -239,10 +239,10 @@ def _touch(rec: RecordedEvent, iid: str, erased_by: dict[int, tuple[str, str | N
 
 
 def _touch_lifecycle(rec: RecordedEvent, iid: str) -> HistoryItem | None:
-    """What a life-cycle event (issues 17 and 18) says of ``iid``, or None."""
+    """What a life-cycle event says of ``iid``, or None."""
     event = rec.event
     match event:
-        # -- compaction and summaries (issue 17) --
+        # compaction and summaries
         case SessionCompacted() if iid == event.summary_entry_id:
             return _item(rec, f"holds {len(event.removed_entry_ids)} entries compacted out of session "
                               f"{event.session_id} ({event.bytes_before} -> {event.bytes_after} bytes)")
@@ -256,14 +256,14 @@ def _touch_lifecycle(rec: RecordedEvent, iid: str) -> HistoryItem | None:
             return _item(rec, f"summary {event.replaced_entry_id} written again as {event.summary_entry_id} "
                               f"from {len(event.source_entry_ids)} remaining sources",
                          request_id=event.request_id)
-        # -- formation (issue 18) --
+        # formation
         case EntryReinforced() if iid in (event.entry_id, event.by_entry_id):
             return _item(rec, f"reinforced by {event.by_entry_id} (similarity {event.similarity:.2f}; "
                               "access count +1)")
         case SessionExtracted() if iid == event.session_id or iid in event.entry_ids:
             return _item(rec, f"{len(event.entry_ids)} entries extracted from {event.messages} messages "
                               f"of session {event.session_id} (up to seq {event.upto_seq})")
-        # -- upkeep (issue 18) --
+        # upkeep
         case CheckpointMarked() if iid in (event.session_id, event.checkpoint_id):
             return _item(rec, f"checkpoint {event.checkpoint_id} marked")
         case _:

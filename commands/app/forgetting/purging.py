@@ -260,7 +260,7 @@ def leftovers(data_dir: Path, current: str) -> list[str]:
 
 def _relative(store: Store, paths: Iterable[str]) -> tuple[str, ...]:
     root = os.path.abspath(store.data_dir)
-    # A shared log (nats://, issue 20) reports labels, not files: nats:<stream>@<server>, raft-log-bound:<s>.
+    # A shared log (nats://) reports labels, not files: nats:<stream>@<server>, raft-log-bound:<s>.
     return tuple(f if _LABEL.match(f) else os.path.relpath(os.path.abspath(f), root) for f in paths)
 
 

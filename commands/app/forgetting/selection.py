@@ -171,7 +171,7 @@ def _select_session(views: ViewReader, sel: Selection, session_id: str, missing_
     sel.refs[session_id] = DeletedRef(session_id, "session", session.started_seq)
     # every manifest change: its metadata, tags, and the reasons of archive and close
     sel.seqs.update(views.session_change_seqs(session_id) or [session.started_seq])
-    for mark in views.session_checkpoints(session_id):  # -- upkeep (issue 18): its checkpoints go too
+    for mark in views.session_checkpoints(session_id):  # its checkpoints go too
         sel.seqs.add(mark.seq)
         for label in (mark.chat_id, mark.model_id):
             if label:

@@ -1,4 +1,4 @@
-"""Local purges on a host whose log is shared (``nats://``, issue 20).
+"""Local purges on a host whose log is shared (``nats://``).
 
 On a shared log the host that deletes purges the log (on the servers) and its
 own projections. Every other host kept copies of the content in its own

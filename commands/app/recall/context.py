@@ -134,11 +134,11 @@ def build_context(store: Store, session_id: str, query: str | None, budget: int 
         gather = _Gather(store, views, session, as_of, now_micros() if now is None else now)
         sections = gather.sections(query or "")
         sections += instruction(session, face, store.settings.memory_instruction)
-        # memory resources (issue 17): their blocks, each within its allocation
+        # memory resources: their blocks, each within its allocation
         extra = resource_sections(store.settings.resources, views, session, budget, count,
                                   None if as_of is not None else gather.now, store.alias)
     order, drop_order = _with_resources(extra)
-    if session.archived and as_of is None:  # -- upkeep (issue 18): a read restores it
+    if session.archived and as_of is None:  # a read restores it
         restore_on_read(store, sid)
     shares = store.settings.context_shares
     live, dropped = fit(sections + extra, budget, count, order, drop_order, shares)
@@ -190,7 +190,7 @@ class _Gather:
         if not messages.items and self.previous is not None:
             out.append(self._recovery(self.previous, handed))
         summary = self._own("summary", 1)
-        # -- compaction and summaries (issue 17): history folded into a summary
+        # compaction and summaries: history folded into a summary
         # (compacted or summarised: its ``derived_from``) was cut too.
         if summary and (self.cut or _folds(summary[0])):
             out.append(Section("summary", _TITLES["summary"], [_text(summary[0])]))
@@ -312,7 +312,7 @@ class _Gather:
     def _messages(self) -> Section:
         keep = self.store.settings.max_context_messages
         found = self._own("message", keep + 1)
-        # -- compaction and summaries (issue 17): messages a session summary
+        # compaction and summaries: messages a session summary
         # stands for leave the context (the newest summary shows instead).
         shown = list(takewhile(lambda v: self.views.summarised_by(v.entry_id) is None, found))
         self.cut = len(found) > keep or len(shown) < len(found)

@@ -13,6 +13,7 @@ from ..store.store import Store
 
 __all__ = ["RESTORED_ON_READ", "restore_on_read"]
 
+# the reason of an automatic restore by a read (seed 000)
 RESTORED_ON_READ = "auto-restore: a read named the archived session"
 
 

@@ -110,7 +110,7 @@ def search(store: Store, query: SearchQuery, record_access: bool | None = None) 
     """Search now; notes the access unless switched off. The access is appended
     later, in a batch (``entries.accessed``, see :mod:`.access`): a search never
     waits for a durable write."""
-    if query.session_id is not None:  # -- upkeep (issue 18): a read naming an archived session restores it
+    if query.session_id is not None:  # a read naming an archived session restores it
         restore_on_read(store, query.session_id)
     started = clock()
     with METRICS.timed("search"):

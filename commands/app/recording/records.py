@@ -69,7 +69,7 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     reinforces it instead (:mod:`commands.app.recording.dedup`): the id returned is then
     the existing lesson's. An agent that writes in a session joins its agents
     (:func:`_joined`; not for an importer's event, whose ids are its own)."""
-    if entry.kind == "lesson" and event_id is None:  # -- formation (issue 18): dedup (seed 004) --
+    if entry.kind == "lesson" and event_id is None:  # dedup (seed 004)
         kept = reinforce_copy(store, entry, actor)
         if kept is not None:
             return kept
@@ -80,7 +80,7 @@ def record(store: Store, entry: EntryRecorded, stream: str | None = None, *,
     store.writer.append(target, lambda: [*(_joined(store, entry) if joins else ()), entry], actor,
                         keeps_live=True, event_ids=None if event_id is None else [event_id])
     _log.info("entry recorded", entry_id=entry.entry_id, kind=entry.kind, session_id=entry.session_id)
-    if store.on_recorded is not None:  # -- compaction and summaries (issue 17) --
+    if store.on_recorded is not None:
         store.on_recorded(entry)
     return entry.entry_id
 

@@ -32,8 +32,6 @@ __all__ = [
     "restore_session", "session", "sessions", "start_session", "transcript", "update_session",
 ]
 
-# -- upkeep (issue 18): the reason of an automatic restore by a read (seed 000)
-
 
 def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[str] = (),
                   tags: Iterable[str] = (), metadata: dict[str, str] | None = None,
@@ -41,8 +39,8 @@ def start_session(store: Store, user_id: str | None = None, agent_ids: Iterable[
                   event_id: str | None = None, ephemeral: bool = False) -> str:
     """Start a session; returns its id. Ingest redaction runs over its tags,
     its channel and its metadata's keys and values. ``event_id``: a client
-    event id (importers). ``ephemeral``: pruned by age and count (issue 18,
-    :mod:`commands.app.upkeep.idle`)."""
+    event id (importers). ``ephemeral``: pruned by age and count
+    (:mod:`commands.app.upkeep.idle`)."""
     sid = check_id(session_id, "session id") if session_id else new_id("sess")
     event = _redacted(store, SessionStarted(
         session_id=sid, user_id=None if user_id is None else check_id(user_id, "user id"),
@@ -142,7 +140,7 @@ def close_session(store: Store, session_id: str, reason: str | None = None) -> N
             raise SessionClosedError(f"session {sid} is already closed")
     sid = store.writer.live_session(sid)
     text = _reason(store, reason)
-    on_close(store, sid)  # -- formation (issue 18): handoff and extraction first; never stops the close
+    on_close(store, sid)  # handoff and extraction first; never stops the close
     store.writer.append(f"session:{sid}", lambda: [SessionClosed(session_id=sid, reason=text)])
     store.writer.end_pending_session(sid)
 
@@ -188,7 +186,7 @@ def transcript(store: Store, session_id: str, limit: int | None = 50, offset: in
         check_manifest(store, view)
         page, total = views.session_page(sid, ("message",), offset, limit)
         messages = [entry_result(v) for v in page]
-    if view.archived:  # -- upkeep (issue 18) --
+    if view.archived:
         restore_on_read(store, sid)
     end = offset + len(messages)
     return TranscriptPage(session_id=sid, messages=messages, total=total, offset=offset, limit=limit,
@@ -212,6 +210,3 @@ def restore_session(store: Store, session_id: str) -> None:
     if not view.archived:
         raise InvalidInputError(f"session {sid} is not archived")
     store.writer.append(f"session:{sid}", lambda: [SessionRestored(session_id=sid)])
-
-
-# -- upkeep (issue 18) --

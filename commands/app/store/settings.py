@@ -55,7 +55,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sync: bool = True
     default_actor: str = "memlog"
     semantic: bool = True  # vectors and hybrid search when an embedder is installed (numpy)
-    # -- compaction and summaries (issue 17) --
+    # compaction and summaries
     session_limit_bytes: int = 10 * 1024 * 1024  # seed 000: a session's live content bytes
     compact_at: float = 0.9  # compact when a session reaches this share of its limit (9 MB)
     compact_keep: float = 0.8  # keep the most relevant entries, up to this share of its bytes
@@ -65,17 +65,17 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     auto_summarise: bool = True  # check on every message
     resummarise_on_delete: bool = True  # a summary deleted with a source is written again
     summary_input_chars: int = 256 * 1024  # the most a summariser is given (about 64k tokens)
-    # -- memory resources (issue 17) --
+    # memory resources
     # ``[[resources]]`` tables of config.toml (see docs/lifecycle.md (Memory resources)); a
     # declaration by a call (``resource.declared``) replaces one of the same id.
     resources: tuple[ResourceSpec, ...] = ()
-    # -- formation (issue 18) --
+    # formation
     # seed 004: a new lesson whose word set has Jaccard >= this with a live lesson of its
     # scope reinforces that lesson instead (0 turns dedup off; 1.0: identical word sets only)
     lesson_dedup_threshold: float = 0.8
     handoff_on_close: bool = True  # seed 002: close writes a handoff from the last 6 messages
     extract_on_close: bool = True  # ... and extracts decisions and lessons (the rules of seed 002)
-    # -- upkeep (issue 18): 0 disables each threshold --
+    # upkeep: 0 disables each threshold
     checkpoint_valid_days: int = 7  # seed 002: recover ignores an older checkpoint (0: never expires)
     lesson_limit: int = 500  # seed 004: the most lessons a scope keeps, the oldest going first
     ephemeral_max_age_hours: int = 48  # seed 004: an ephemeral session idle this long is deleted
@@ -181,7 +181,7 @@ def check_settings(settings: Settings) -> None:
         raise InvalidInputError(f"unknown redaction patterns: {', '.join(sorted(unknown))}")
     for name, regex in settings.custom_redactions.items():
         compile_regex(name, regex)
-    # -- compaction and summaries (issue 17) --
+    # compaction and summaries
     if settings.session_limit_bytes < 1024:
         raise InvalidInputError("session_limit_bytes must be at least 1024")
     if not 0 < settings.compact_keep < settings.compact_at <= 1:
@@ -191,12 +191,12 @@ def check_settings(settings: Settings) -> None:
     if settings.summary_threshold_tokens < 1 or settings.summary_keep_messages < 0:
         raise InvalidInputError("summary_threshold_tokens must be positive and "
                                 "summary_keep_messages not negative")
-    # -- memory resources (issue 17) --
+    # memory resources
     check_specs(settings.resources)
-    # -- formation (issue 18) --
+    # formation
     if not 0 <= settings.lesson_dedup_threshold <= 1:
         raise InvalidInputError("lesson_dedup_threshold must be between 0 (off) and 1")
-    # -- upkeep (issue 18) --
+    # upkeep
     for name in ("checkpoint_valid_days", "lesson_limit", "ephemeral_max_age_hours", "ephemeral_max_count",
                  "archive_idle_days"):
         value = getattr(settings, name)

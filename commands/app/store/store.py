@@ -8,6 +8,7 @@ command.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,10 +67,10 @@ class Store:
         self.data_dir = data_dir
         self.settings = settings
         self.pseudonyms = Pseudonyms(data_dir, read_only)  # what the log keeps of a user id
-        self.shared = log is not None  # the log is on servers other hosts share (issue 20)
+        self.shared = log is not None  # the log is on servers other hosts share
         check_private_dir(data_dir)  # ours alone: no other user, nobody else can write
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # ``log``: a shared log (``nats://...``, issue 20); projections stay in ``data_dir``.
+        # ``log``: a shared log (``nats://...``); projections stay in ``data_dir``.
         self.log = EventLog.open(data_dir / "log" if log is None else log, LogSettings(
             max_payload_bytes=settings.max_content_bytes * 4 + 65536, sync=settings.sync,
             read_only=read_only))
@@ -79,17 +80,22 @@ class Store:
         except BaseException:
             self.log.close()
             raise
+        self.writer = Writer(self.log, self.proj, settings.default_actor)
+        self.writer.auto_restore = settings.auto_restore
+        # searches' accesses, batched; a read-only store records none
+        self.access = AccessRecorder(self.log, settings.default_actor, enabled=not read_only)
+        # Called with every entry recorded through the use cases (the life cycle's check on write).
+        self.on_recorded: Callable[[EntryRecorded], None] | None = None
+
+    @functools.cached_property
+    def entries(self) -> EntryFactory:
+        """The entry factory, with ingest redaction when ``redact_on_ingest`` is on;
+        made at the first write (a read compiles no redaction pattern)."""
+        settings = self.settings
         redactor = None
         if settings.redact_on_ingest:
             redactor = Redactor(settings.redaction_patterns, settings.custom_redactions)
-        self.entries = EntryFactory(settings.max_content_bytes, redactor)
-        self.writer = Writer(self.log, self.proj, settings.default_actor)
-        self.writer.auto_restore = settings.auto_restore  # -- upkeep (issue 18) --
-        # searches' accesses, batched; a read-only store records none
-        self.access = AccessRecorder(self.log, settings.default_actor, enabled=not read_only)
-        # -- compaction and summaries (issue 17) --
-        # Called with every entry recorded through the use cases (the life cycle's check on write).
-        self.on_recorded: Callable[[EntryRecorded], None] | None = None
+        return EntryFactory(settings.max_content_bytes, redactor)
 
     def alias(self, user_id: str) -> str | None:
         """The pseudonym of ``user_id``; None when a read-only store has no secret

@@ -26,7 +26,7 @@ from .validate import check_id
 
 __all__ = ["RESTORED_ON_WRITE", "SYSTEM_STREAM", "Writer"]
 
-# -- upkeep (issue 18): the reason of an automatic restore by a write (seed 000)
+# the reason of an automatic restore by a write (seed 000)
 RESTORED_ON_WRITE = "auto-restore: a write touched the archived session"
 
 _RETRIES = 5
@@ -51,7 +51,7 @@ class Writer:
         self._live_at: dict[str, tuple[int, int]] = {}
         self._batch_live: dict[str, int] = {}  # stream -> version before its first batched entry
         self._batch_closed: set[str] = set()  # sessions closed in the current batch
-        # -- upkeep (issue 18): restore an archived session a write touches (settings.auto_restore)
+        # restore an archived session a write touches (settings.auto_restore)
         self.auto_restore = False
 
     def append(self, stream: str, decide: Callable[[], list[Event]], actor: str | None = None,

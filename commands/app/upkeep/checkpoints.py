@@ -1,4 +1,4 @@
-"""Checkpoints and recovery (seed 002) (issue 18).
+"""Checkpoints and recovery (seed 002).
 
 :func:`checkpoint` marks a point of a session in the log: ``checkpoint.marked``
 (ids and labels: the session, its user, an agent, a model id, a chat id, the

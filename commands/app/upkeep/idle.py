@@ -1,4 +1,4 @@
-"""Idle and ephemeral sessions (issue 18): auto-archive (seed 000), auto-restore
+"""Idle and ephemeral sessions: auto-archive (seed 000), auto-restore
 on a read, and the pruning of ephemeral sessions (seed 004).
 
 A session's **activity** is the latest of its start, its last restore and its

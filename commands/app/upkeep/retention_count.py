@@ -1,5 +1,5 @@
 """Retention by count (seed 004): at most ``lesson_limit`` lessons per scope,
-the oldest going first (issue 18).
+the oldest going first.
 
 A scope is ``(user_id or "", agent_id or "")``, the one dedup of lessons uses:
 the lesson's user (its own, else its session's) and its agent. The views keep
