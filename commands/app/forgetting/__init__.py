@@ -8,7 +8,7 @@ local purge of a shared log's deletions (:mod:`.shared_purge`). It may import
 :mod:`commands.app.recall` and the shared modules of :mod:`commands.app`.
 """
 
-from .requests import criteria_of, delete, deletions, forget, preview, purge, redact, retention
+from .requests import criteria_of, delete, deletions, forget, preview, purge, redact, retention, retention_due
 
 __all__ = [
     "criteria_of",
@@ -19,4 +19,5 @@ __all__ = [
     "purge",
     "redact",
     "retention",
+    "retention_due",
 ]

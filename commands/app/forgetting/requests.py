@@ -26,7 +26,8 @@ from .pipeline import counts_by_kind, expired, requester, run_deletion, run_reda
 from .purging import purge_deferred
 from .selection import check_honourable, select
 
-__all__ = ["criteria_of", "delete", "deletions", "forget", "preview", "purge", "redact", "retention"]
+__all__ = ["criteria_of", "delete", "deletions", "forget", "preview", "purge", "redact", "retention",
+           "retention_due"]
 
 _MAX_DAYS = MAX_MICROS // 86_400_000_000  # 1970 to the end of 9999, as retention.applied takes it
 
