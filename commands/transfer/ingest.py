@@ -43,7 +43,7 @@ from eventstore import (
 
 from ..app.recording import records
 from ..app.recording.records import PROJECT_STREAM
-from ..app.sessions import sessions
+from ..app.sessions import lifecycle as sessions
 from ..app.store.store import Store
 from .model import Bad, EntryRec, MemoryRec, Record, SessionRec, event_id
 
