@@ -27,10 +27,10 @@ from .app import (
     chars_over_four,
     load_settings,
 )
-from .app.compaction import CompactionReport
 from .app.resources import ResourceMessage
-from .app.resources.handle import ResourceHandle
-from .app.summaries import SummaryReport
+from .app.upkeep.compaction import CompactionReport
+from .app.upkeep.resources import ResourceHandle
+from .app.upkeep.summaries import SummaryReport
 from .memory import MemoryLog
 from .transfer import ImportReport
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
-from .app.resources.handle import ResourceHandle
+from .app.upkeep.resources import ResourceHandle
 from .memory import MemoryLog
 
 __all__ = ["AsyncMemoryLog", "AsyncResourceHandle"]
@@ -59,7 +59,7 @@ def _on_worker(method: Callable[Concatenate[T, P], R], target: str
 
 
 class AsyncResourceHandle:
-    """The async face of a :class:`~commands.app.resources.handle.ResourceHandle`."""
+    """The async face of a :class:`~commands.app.upkeep.resources.ResourceHandle`."""
 
     def __init__(self, handle: ResourceHandle, worker: _Worker) -> None:
         self.handle = handle

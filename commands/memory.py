@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from eventstore import EntryChanges, EventLog, ResourceSpec, VerifyResult
+from eventstore import EntryChanges, EntryRecorded, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
 from . import transfer
@@ -35,7 +35,6 @@ from .app import (
     TranscriptPage,
     audit,
     build_context,
-    compaction,
     forgetting,
     health,
     load_settings,
@@ -45,20 +44,20 @@ from .app import (
     scope,
     search,
     sessions,
-    shared_purge,
-    summaries,
-    summaries_erasure,
 )
-from .app.compaction import CompactionReport
-from .app.compaction_watch import LifecycleWatch
-from .app.editing import edit_entry
-from .app.resources import declare as resource_declare
-from .app.resources.handle import ResourceHandle
-from .app.settings import check_settings
-from .app.summaries import SummaryReport
-from .app.summarise import ExtractiveSummariser, Summariser
-from .app.validate import check_data_dir
+from .app.forgetting import shared_purge
+from .app.recording.editing import edit_entry
+from .app.store.settings import check_settings
+from .app.store.validate import check_data_dir
+from .app.upkeep import compaction, resource_declare, summaries
+from .app.upkeep.compaction import CompactionReport
+from .app.upkeep.resources import ResourceHandle
+from .app.upkeep.summaries import SummaryReport
+from .app.upkeep.summariser import ExtractiveSummariser, Summariser
 from .faces import AgentsFace, FormationFace, MaintainFace, UpkeepFace
+
+if TYPE_CHECKING:
+    from .app.upkeep.watch import LifecycleWatch
 
 __all__ = ["MemoryLog"]
 
@@ -93,10 +92,22 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         except BaseException:
             self.store.close()
             raise
-        # -- compaction and summaries (issue 17): the check on write
         self.summariser: Summariser = summariser or ExtractiveSummariser()
-        self.lifecycle = LifecycleWatch(self.store, self.summariser)
-        self.store.on_recorded = shared_purge.on_write(self.store, self.lifecycle.recorded)
+        # The check on write (compaction, session summaries) starts with the first write.
+        self._lifecycle: LifecycleWatch | None = None
+        self.store.on_recorded = shared_purge.on_write(self.store, self._recorded)
+
+    @property
+    def lifecycle(self) -> LifecycleWatch:
+        """The check on write: compaction and session summaries, made at the first write."""
+        if self._lifecycle is None:
+            from .app.upkeep.watch import LifecycleWatch
+
+            self._lifecycle = LifecycleWatch(self.store, self.summariser)
+        return self._lifecycle
+
+    def _recorded(self, entry: EntryRecorded) -> None:
+        self.lifecycle.recorded(entry)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".memlog", settings: Settings | None = None, *,
@@ -156,7 +167,8 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         """Many writes in one transaction (for importers): all land or none."""
         with self.store.writer.batch():
             yield self
-        self.lifecycle.after_batch()
+        if self._lifecycle is not None:  # a batch that recorded no entry has nothing to check
+            self._lifecycle.after_batch()
 
     # -- sessions -----------------------------------------------------------
 
@@ -263,7 +275,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
     def set_project_context(self, session_id: str | None, *, content: str, occurred_at: Any = None) -> str:
         """Record project context (stack, goals): in a session, seen by its user's
         sessions of the same project; with ``session_id`` None, shared by every
-        session of the store (see :mod:`commands.app.context`)."""
+        session of the store (see :mod:`commands.app.recall.context`)."""
         return records.record_project(self.store, session_id, content, occurred_at)
 
     def set_preference(self, user_id: str, *, key: str, value: str, category: str | None = None,
@@ -323,7 +335,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         unless switched off.
 
         ``user_id`` and ``agent_id`` scope the search to what that user or agent
-        may see (:mod:`commands.app.scope`): a user's own entries and sessions,
+        may see (:mod:`commands.app.recall.scope`): a user's own entries and sessions,
         their memories and preferences, and the shared project context; never
         another user's. Archived sessions stay out unless ``include_archived``.
         ``agent_ids`` keeps only entries written by those agents. ``source``:
@@ -342,7 +354,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
 
     def context(self, session_id: str, query: str | None = None, budget_tokens: int | None = None,
                 count_tokens: Callable[[str], int] | None = None, face: str = "cli") -> ContextBlock:
-        """A context block for a prompt, within a token budget (see :mod:`commands.app.context`);
+        """A context block for a prompt, within a token budget (see :mod:`commands.app.recall.context`);
         ``face`` (cli or mcp): how its closing instruction says to save to memory."""
         return build_context(self.store, session_id, query, budget_tokens, count_tokens, face=face)
 
@@ -377,9 +389,9 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         Entries derived from a deleted one (``derived_from``) go too, unless
         ``include_derived=False``; a summary that went with a source is written
         again from the sources that remain unless ``resummarise=False`` (default:
-        the ``resummarise_on_delete`` setting; see :mod:`commands.app.summaries_erasure`).
+        the ``resummarise_on_delete`` setting; see :mod:`commands.app.upkeep.summaries`).
         """
-        return summaries_erasure.delete(
+        return summaries.delete(
             self.store, self.summariser, resummarise=resummarise, ids=ids, session_id=session_id,
             user_id=user_id, kinds=kinds, tags=tags, before=before, after=after, reason=reason,
             requested_by=requested_by, include_derived=include_derived, defer=defer, dry_run=dry_run)
@@ -395,7 +407,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         good; the summaries derived from it are deleted and written again from the redacted text."""
         report = forgetting.redact(self.store, entry_id, patterns=patterns, regex=regex, reason=reason,
                                    requested_by=requested_by, defer=defer)
-        summaries_erasure.after_redaction(self.store, self.summariser, entry_id, requested_by, defer)
+        summaries.after_redaction(self.store, self.summariser, entry_id, requested_by, defer)
         return report
 
     def retention(self, as_of: Any = None, days: dict[str, int] | None = None,
@@ -481,12 +493,12 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
 
     def compact(self, session_id: str | None = None, *, dry_run: bool = False) -> list[CompactionReport]:
         """Compact one session now, or every session at or over 90% of its size
-        limit (seed 000; see :mod:`commands.app.compaction`)."""
+        limit (seed 000; see :mod:`commands.app.upkeep.compaction`)."""
         return compaction.compact(self.store, self.summariser, session_id, dry_run)
 
     def summarise(self, session_id: str, *, force: bool = False) -> SummaryReport:
         """Summarise a session's oldest messages past the token threshold, keeping
-        the last ones (seed 001; ``force``: whatever the tokens; see :mod:`commands.app.summaries`)."""
+        the last ones (seed 001; ``force``: whatever the tokens; see :mod:`commands.app.upkeep.summaries`)."""
         return summaries.summarise_session(self.store, self.summariser, session_id, force)
 
     def sessions_over_limit(self) -> list[tuple[str, int]]:

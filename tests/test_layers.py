@@ -98,3 +98,44 @@ def test_public_api_is_listed_in_all() -> None:
         assert len(set(module.__all__)) == len(module.__all__)
         for name in module.__all__:
             assert hasattr(module, name)
+
+
+# commands/app by concern, from the ground up: a subpackage imports only those
+# before it (and itself), and the shared modules; the shared modules import none.
+APP_LAYERS = ("resources", "store", "recording", "recall", "forgetting", "upkeep", "sessions", "audit", "ops")
+APP_SHARED = ("log", "metrics", "results")
+
+
+def _app_part(name: str) -> str | None:
+    """The subpackage (or shared module) of commands.app that ``name`` lies in."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["commands", "app"] else None
+
+
+def test_the_application_subpackages_import_downward() -> None:
+    """Each subpackage of commands/app imports only the subpackages before it
+    in APP_LAYERS, so no two import each other; the shared modules import none."""
+    app = ROOT / "commands" / "app"
+    found = {p.name for p in app.iterdir() if (p / "__init__.py").exists()}
+    assert found == set(APP_LAYERS)
+    assert {p.stem for p in app.glob("*.py")} == {"__init__", *APP_SHARED}
+    wrong = []
+    for path in app.rglob("*.py"):
+        own = path.relative_to(app).parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue  # the face re-exports from every subpackage
+        allowed = set(APP_SHARED)
+        if own not in APP_SHARED:
+            allowed |= set(APP_LAYERS[: APP_LAYERS.index(own) + 1])
+        wrong += [f"{path.relative_to(ROOT)}: {name}" for name in _imports(path)
+                  if (part := _app_part(name)) is not None and part not in allowed]
+    assert sorted(set(wrong)) == []
+
+
+@pytest.mark.parametrize("subpackage", APP_LAYERS)
+def test_each_application_subpackage_has_a_face(subpackage: str) -> None:
+    """A subpackage's __init__ says what lives there and what it may import, and lists __all__."""
+    face = ast.parse((ROOT / "commands" / "app" / subpackage / "__init__.py").read_text())
+    assert ast.get_docstring(face)
+    assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets)
+               for n in face.body)

@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 from commands.mcp import WRITE_TOOLS
 from eventstore import EventLog
 from tests.mcp_client import ROOT, Conn, serve

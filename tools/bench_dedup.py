@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from commands import MemoryLog
-from commands.app.dedup import find_copy
+from commands.app.recording.dedup import find_copy
 
 
 def _lesson(rng: random.Random, vocab: list[str]) -> str:

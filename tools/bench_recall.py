@@ -52,7 +52,7 @@ from typing import Any
 import tantivy
 
 from commands import MemoryLog
-from commands.app import search as search_uc
+from commands.app.recall import search as search_uc
 from projections import tokens
 from projections.search.terms import content_terms
 

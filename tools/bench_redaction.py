@@ -35,7 +35,7 @@ from typing import Any
 
 import re2
 
-from commands.app.redaction import PATTERNS, Redactor
+from commands.app.store.redaction import PATTERNS, Redactor
 from eventstore import InvalidPatternError
 
 # The seed's patterns, as stdlib re ran them before memlog moved to RE2.

@@ -61,7 +61,7 @@ import lmdb
 import msgspec
 from benchkit import collector_off
 
-from commands.app.scan import usable_cpus
+from commands.app.forgetting.scan import usable_cpus
 from eventstore import EntryRecorded, Event, EventLog
 from projections import default_embedder
 from projections.views.formation import lesson_items as formation_items

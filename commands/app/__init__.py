@@ -1,27 +1,37 @@
 """The application: a :class:`Store` composed of log, projections, settings
-and writer, and the use cases that run on it.
+and writer, and the use cases that run on it, by concern.
 
-Each use case is a function that takes the store first:
+Each use case is a function that takes the store first. From the ground up:
 
-- :mod:`.sessions`: start, read, list, archive, restore;
-- :mod:`.records`: entries of every kind, their updates, user memories, show;
-- :mod:`.search`: validated queries and results with snippets;
-- :mod:`.scope`: who is reading (a user, an agent, a session) as a search scope;
-- :mod:`.context`: the context block within a token budget;
-- :mod:`.audit`: as-of reads, history, the raw log;
-- :mod:`.forgetting`: delete, forget, redact, retention, purge (the pipeline
-  itself is :mod:`.privacy`, with the forensic :mod:`.scan` and the
-  deletion :mod:`.reports`);
-- :mod:`.maintenance`: decay parameters, replay, verify, stats.
+- :mod:`.resources`: the model of memory resources (specs, policy, reading);
+- :mod:`.store`: the store and its parts (settings, validation, the entry
+  factory with ingest redaction, the writer, pseudonyms, accesses);
+- :mod:`.recording`: entries of every kind, their updates and edits, user
+  memories, show, the duplicate check;
+- :mod:`.recall`: validated queries and results, scopes, the context block
+  within a token budget;
+- :mod:`.forgetting`: delete, forget, redact, retention, purge, with their
+  pipeline, selection, journal and forensic scan;
+- :mod:`.upkeep`: compaction, summaries, resources' handle, extraction,
+  checkpoints, idle sessions and ``memlog maintain``;
+- :mod:`.sessions`: start, read, list, close, archive, restore; agents;
+- :mod:`.audit`: as-of reads, history, the raw log, the deletion reports;
+- :mod:`.ops`: health, decay parameters, replay, verify, stats.
 
-Nothing here imports the facade or the CLI.
+A subpackage imports only those before it in this list, and the shared
+:mod:`.log`, :mod:`.metrics` and :mod:`.results`. Nothing here imports the
+facade or the CLI.
 """
 
-from . import audit, forgetting, health, maintenance, purging, records, scope, search, sessions
-from .audit import HistoryItem, PointInTime
-from .context import DROP_ORDER, build_context, chars_over_four
-from .records import MemoryPage
-from .redaction import PATTERNS, Redactor
+from . import audit, forgetting, sessions
+from .audit.reads import HistoryItem, PointInTime
+from .forgetting import purging
+from .ops import admin as maintenance
+from .ops import health
+from .recall import scope, search
+from .recall.context import DROP_ORDER, build_context, chars_over_four
+from .recording import records
+from .recording.records import MemoryPage
 from .results import (
     ContextBlock,
     ContextSection,
@@ -32,9 +42,10 @@ from .results import (
     SessionResult,
     TranscriptPage,
 )
-from .settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
-from .store import Store, holds_store, require_store
-from .summarise import ExtractiveSummariser, Summariser
+from .store.redaction import PATTERNS, Redactor
+from .store.settings import DEFAULT_RETENTION_DAYS, Settings, load_settings
+from .store.store import Store, holds_store, require_store
+from .upkeep.summariser import ExtractiveSummariser, Summariser
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",

@@ -107,7 +107,7 @@ class SessionResult(msgspec.Struct, frozen=True):
     statistics: dict[str, Any]
     closed: bool = False
     closed_at: str | None = None
-    ephemeral: bool = False  # pruned by age and count (issue 18)
+    ephemeral: bool = False  # pruned by age and count
 
 
 class TranscriptPage(msgspec.Struct, frozen=True):

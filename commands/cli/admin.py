@@ -13,8 +13,8 @@ import msgspec
 from eventstore import ENTRY_KINDS, InvalidInputError, ReadOnlyError
 
 from ..app import load_settings
-from ..app.maintenance import PROJECTIONS, params_dict
-from ..app.settings import policy
+from ..app.ops.admin import PROJECTIONS, params_dict
+from ..app.store.settings import policy
 from .base import Context, pass_context
 
 __all__ = ["config", "decay", "init", "replay"]

@@ -8,7 +8,7 @@ import click
 
 from eventstore import FINDING_STATUSES
 
-from ..app.agents import AgentResult
+from ..app.sessions.agents import AgentResult
 from ..memory import MemoryLog
 from .base import Context, pass_context
 from .render import field, plain

@@ -13,8 +13,8 @@ import msgspec
 from eventstore import EventLog, parse_time
 
 from ..app import PointInTime, require_store
-from ..app.audit import filter_log
-from ..app.reports import FORMATS, deletion_rows, render_deletions
+from ..app.audit.reads import filter_log
+from ..app.audit.reports import FORMATS, deletion_rows, render_deletions
 from .base import KINDS, Context, pass_context
 from .render import block, entry_text, field, hits_text, memories_text, session_text
 

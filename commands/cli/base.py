@@ -38,8 +38,8 @@ from eventstore import (
 from eventstore.factory import is_remote
 
 from ..app import PATTERNS, load_settings
-from ..app.reports import escape_controls
-from ..app.validate import check_data_dir
+from ..app.audit.reports import escape_controls
+from ..app.store.validate import check_data_dir
 from ..memory import MemoryLog
 from .oserrors import storage_cause, translate_os_error
 

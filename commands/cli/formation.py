@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..app.extraction import ExtractionReport
+from ..app.upkeep.extraction import ExtractionReport
 from .base import Context, pass_context
 
 __all__ = ["extract"]

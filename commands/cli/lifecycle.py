@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..app.compaction import CompactionReport
+from ..app.upkeep.compaction import CompactionReport
 from .base import Context, pass_context
 
 __all__ = ["compact", "summarise"]

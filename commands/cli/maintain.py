@@ -14,9 +14,8 @@ from typing import Any
 import click
 import msgspec
 
-from ..app.maintain import MaintainReport
-from ..app.maintain_loop import Maintainer, Run, parse_interval, run_every
-from ..app.upkeep import Due
+from ..app.upkeep.loop import Maintainer, Run, parse_interval, run_every
+from ..app.upkeep.maintain import Due, MaintainReport
 from .base import Context, pass_context
 
 __all__ = ["maintain"]

@@ -1,6 +1,6 @@
 """The OS errors that still reach the CLI, translated into memlog's categories
 (the data directory itself is checked before a command opens it:
-:func:`commands.app.validate.check_data_dir`).
+:func:`commands.app.store.validate.check_data_dir`).
 
 An OS error is the machine's answer, not a bug: permissions, a read-only file
 system, a file where a directory must be, a full disk. At the CLI boundary it

@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
-from ..app.records import MemoryPage
-from ..app.reports import escape_controls
+from ..app.audit.reports import escape_controls
+from ..app.recording.records import MemoryPage
 from ..app.results import shown_details
 
 __all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "memory_page_text", "plain",

@@ -10,7 +10,7 @@ import click
 
 from eventstore import ROLES, InvalidInputError, shown
 
-from ..app.resources.handle import ResourceHandle
+from ..app.upkeep.resources import ResourceHandle
 from ..memory import MemoryLog
 from .base import Context, pass_context, stdin_value
 from .privacy import _confirm as confirm

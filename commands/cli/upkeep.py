@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..app.checkpoints import Recovery
+from ..app.upkeep.checkpoints import Recovery
 from .base import Context, pass_context
 from .render import block, field, plain
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..app import Store
-from ..app import agents as _agents
+from ..app.sessions import agents as _agents
 
 __all__ = ["AgentsFace"]
 

@@ -1,12 +1,12 @@
 """The facade's part for memory that forms itself:
-rule-based extraction (seed 002), dedup of lessons (seed 004) (issue 18).
+rule-based extraction (seed 002), dedup of lessons (seed 004).
 """
 
 from __future__ import annotations
 
 from ..app import Store
-from ..app.extraction import ExtractionReport, extract_session
-from ..app.summarise import Summariser
+from ..app.upkeep.extraction import ExtractionReport, extract_session
+from ..app.upkeep.summariser import Summariser
 
 __all__ = ["FormationFace"]
 

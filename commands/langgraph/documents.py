@@ -34,7 +34,7 @@ from langgraph.store.base import get_text_at_path, tokenize_path
 
 from eventstore import InvalidInputError
 
-from ..app.companions import ITEM_PREFIX, NAMESPACE_PREFIX, SEARCH_PREFIX
+from ..app.forgetting.companions import ITEM_PREFIX, NAMESPACE_PREFIX, SEARCH_PREFIX
 
 __all__ = [
     "ITEM_PREFIX",

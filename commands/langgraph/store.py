@@ -44,8 +44,8 @@ from eventstore import InvalidInputError, MemoryNotFoundError, MemorySaved, Read
 from projections import Embedder
 
 from ..app import DeletionReport, HistoryItem
-from ..app.entries import new_id
-from ..app.validate import check_content, check_id
+from ..app.store.entries import new_id
+from ..app.store.validate import check_content, check_id
 from ..memory import MemoryLog
 from .batching import Coalescer
 from .documents import (

@@ -23,8 +23,8 @@ from ..app import (
     SessionResult,
     TranscriptPage,
 )
-from ..app.agents import AgentResult
-from ..app.checkpoints import Recovery
+from ..app.sessions.agents import AgentResult
+from ..app.upkeep.checkpoints import Recovery
 
 __all__ = [
     "AgentOut",

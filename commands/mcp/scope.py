@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from eventstore import EntryNotFoundError, InvalidInputError, SessionNotFoundError
 
 from ..app import EntryResult, MemoryResult, SessionResult
-from ..app.validate import check_id
+from ..app.store.validate import check_id
 from ..memory import MemoryLog
 
 __all__ = ["Guard", "ServerScope", "named_scope"]
@@ -33,7 +33,7 @@ class ServerScope:
     user: str | None = None
     agent: str | None = None
     read_only: bool = False
-    alias: str | None = None  # how the log names the user: its pseudonym (commands.app.pseudonym)
+    alias: str | None = None  # how the log names the user: its pseudonym (commands.app.store.pseudonym)
 
     def __post_init__(self) -> None:
         if self.user is not None:

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict  # pydantic (the SDK) reads these below 
 
 from eventstore import AbortedError, EntryKind, FindingStatus, InvalidInputError, Level, Role
 
-from ..app.validate import check_flag
+from ..app.store.validate import check_flag
 from ..memory import MemoryLog
 from .results import DeletionOut, SessionOut, WrittenOut, deletion_out, session_out
 from .scope import Guard, ServerScope

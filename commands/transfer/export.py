@@ -24,7 +24,7 @@ from eventstore import SHOWN_STATES, SessionNotFoundError, format_micros
 from projections import EntryView, SessionView
 
 from ..app.results import entry_result, shown_details
-from ..app.store import Store
+from ..app.store.store import Store
 
 __all__ = ["EXPORT_VERSION", "export_jsonl", "export_markdown", "exported"]
 

@@ -41,9 +41,10 @@ from eventstore import (
     TaskDetails,
 )
 
-from ..app import records, sessions
-from ..app.records import PROJECT_STREAM
-from ..app.store import Store
+from ..app.recording import records
+from ..app.recording.records import PROJECT_STREAM
+from ..app.sessions import lifecycle as sessions
+from ..app.store.store import Store
 from .model import Bad, EntryRec, MemoryRec, Record, SessionRec, event_id
 
 __all__ = ["BadRecord", "ImportReport", "ingest", "refuse_unreadable"]

@@ -16,7 +16,7 @@ import pytest
 import eventstore
 from commands import MemoryLog
 from commands.aio import AsyncMemoryLog
-from commands.app import search as search_app
+from commands.app.recall import search as search_app
 from eventstore import InvalidInputError
 from projections.views.read import ViewReader
 from tests.commands.conftest import Run, head_of

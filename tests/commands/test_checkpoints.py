@@ -9,8 +9,8 @@ import secrets
 from pathlib import Path
 
 from commands import MemoryLog
-from commands.app import checkpoints
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
+from commands.app.upkeep import checkpoints
 from eventstore import CheckpointMarked, now_micros
 
 from .conftest import Run, marker, views_dump

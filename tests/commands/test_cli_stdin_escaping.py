@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands.app.reports import escape_controls, escape_html, escape_md, render_deletions
+from commands.app.audit.reports import escape_controls, escape_html, escape_md, render_deletions
 from commands.cli import cli
 
 from .conftest import Run, head_of

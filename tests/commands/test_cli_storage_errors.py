@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app import validate
+from commands.app.store import validate
 from commands.cli import oserrors
 from eventstore import (
     E_INTERNAL,

@@ -12,8 +12,8 @@ import pytest
 import structlog
 
 from commands import MemoryLog
-from commands.app import extraction
-from commands.app.extraction import EXTRACT_ACTOR
+from commands.app.upkeep import extraction
+from commands.app.upkeep.extraction import EXTRACT_ACTOR
 from eventstore import SessionClosed, SessionExtracted, StorageError
 
 

@@ -162,6 +162,6 @@ def test_deleting_a_compacted_source_erases_the_summary_and_writes_it_again(tmp_
         assert again
         new = mem.show(again[0].what.split(" as ")[1].split()[0])
         assert set(new.derived_from) == set(done.removed_ids) - {first} and secret not in new.content
-    from commands.app.scan import scan_tree
+    from commands.app.forgetting.scan import scan_tree
 
     assert scan_tree(root, [secret.encode(), old_text.encode()])[0] == {}

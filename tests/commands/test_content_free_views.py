@@ -12,7 +12,7 @@ import secrets
 from pathlib import Path
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 
 
 def marker() -> str:

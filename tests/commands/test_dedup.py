@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app import records
-from commands.app.dedup import jaccard
+from commands.app.recording import records
+from commands.app.recording.dedup import jaccard
 from eventstore import EntryReinforced, InvalidInputError
 from projections import lesson_words
 

@@ -11,7 +11,7 @@ import pytest
 
 from commands import MemoryLog
 from commands.aio import AsyncMemoryLog
-from commands.app.selection import select
+from commands.app.forgetting.selection import select
 from eventstore import E_ENTRY_NOT_FOUND, E_SCHEMA_INVALID, E_SIZE_LIMIT, DeletionCriteria, EntryNotFoundError
 from tests.conftest import scan_dir
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from commands import MemoryLog
-from commands.app import checkpoints
+from commands.app.upkeep import checkpoints
 from commands.cli import cli
 from eventstore import InvalidInputError, PurgeCompleted
 from tests.commands.conftest import views_dump
@@ -276,7 +276,7 @@ def test_the_secret_is_made_once_and_checked(tmp_path: Path) -> None:
     size is refused; a read-only store without one makes none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from commands.app.pseudonym import Pseudonyms
+    from commands.app.store.pseudonym import Pseudonyms
     from eventstore import CorruptionError, ReadOnlyError
 
     with pytest.raises(ReadOnlyError):

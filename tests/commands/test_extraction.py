@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app.extraction import EXTRACT_ACTOR, extraction_step, plan
-from commands.app.extraction_patterns import classify
-from commands.app.scan import scan_tree
-from commands.app.upkeep import MAINTAIN_ACTOR, StepContext
+from commands.app.forgetting.scan import scan_tree
+from commands.app.store.patterns import classify
+from commands.app.upkeep.extraction import EXTRACT_ACTOR, extraction_step, plan
+from commands.app.upkeep.maintain import MAINTAIN_ACTOR, StepContext
 from eventstore import ReadOnlyError, SessionExtracted, SessionNotFoundError, now_micros
 
 from .conftest import Run, head_of

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from commands import MemoryLog
-from commands.app import health as health_app
+from commands.app.ops import health as health_app
 from commands.cli import cli
 from eventstore.lmdb.layout import HEADERS
 

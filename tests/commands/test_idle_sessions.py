@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app.idle import archive_step, ephemeral_step
-from commands.app.scan import scan_tree
-from commands.app.summarise import ExtractiveSummariser
-from commands.app.upkeep import MAINTAIN_ACTOR, Step, StepContext
+from commands.app.forgetting.scan import scan_tree
+from commands.app.upkeep.idle import archive_step, ephemeral_step
+from commands.app.upkeep.maintain import MAINTAIN_ACTOR, Step, StepContext
+from commands.app.upkeep.summariser import ExtractiveSummariser
 from eventstore import (
     ReadOnlyError,
     RetentionApplied,

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app.maintain import maintain
-from commands.app.maintain_steps import default_steps
-from commands.app.store import Store
-from commands.app.summarise import ExtractiveSummariser
-from commands.app.upkeep import Due, Step, StepContext
+from commands.app.store.store import Store
+from commands.app.upkeep.maintain import Due, Step, StepContext, maintain
+from commands.app.upkeep.steps import default_steps
+from commands.app.upkeep.summariser import ExtractiveSummariser
 from eventstore import SessionNotFoundError, now_micros
 from projections.search import fit as search_fit
 
@@ -156,9 +155,9 @@ _HOLDER = """
 import sys, time
 from pathlib import Path
 from commands import MemoryLog
-from commands.app.maintain import maintain
-from commands.app.summarise import ExtractiveSummariser
-from commands.app.upkeep import Due, Step
+from commands.app.upkeep.maintain import maintain
+from commands.app.upkeep.summariser import ExtractiveSummariser
+from commands.app.upkeep.maintain import Due, Step
 
 store, started, gate = (Path(a) for a in sys.argv[1:4])
 
@@ -180,7 +179,7 @@ def test_resource_items_past_their_ttl_are_evicted_by_a_run(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A resource instance with items past its TTL is due (found by key, its user
     kept); the run evicts them as ``memlog/maintain``; the next run finds nothing."""
-    import commands.app.resources.handle as handle_module
+    import commands.app.upkeep.resources as handle_module
 
     with MemoryLog.open(tmp_path / "m", embedder=None) as mem:
         mem.declare_resource({"id": "chat", "key": "{user_id}", "token_limit": 1000, "ttl_seconds": 60})

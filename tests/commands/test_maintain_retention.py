@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from commands import MemoryLog
-from commands.app.maintain_loop import Maintainer, Run, parse_interval, run_every
+from commands.app.upkeep.loop import Maintainer, Run, parse_interval, run_every
 from eventstore import InvalidInputError, LockTimeoutError
 
 from .conftest import Run as CliRun

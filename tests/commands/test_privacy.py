@@ -16,7 +16,7 @@ import structlog
 from click.testing import CliRunner
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 from commands.cli import cli
 from projections.search.terms import stem_all
 

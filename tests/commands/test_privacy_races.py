@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import commands.app.privacy as privacy
+import commands.app.forgetting.pipeline as privacy
 from commands import MemoryLog
 from eventstore import EntryNotFoundError, EntryRecorded, EntryRedacted
 

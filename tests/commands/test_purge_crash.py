@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from commands import MemoryLog
-from commands.app.purging import leftovers
+from commands.app.forgetting.purging import leftovers
 from eventstore import EventLog
 from eventstore.storage import CRASH_EXIT
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog, Redactor
-from commands.app import redaction
-from commands.app.settings import load_settings
+from commands.app.store import redaction
+from commands.app.store.settings import load_settings
 from eventstore import E_INVALID_PATTERN, InvalidPatternError
 
 from .conftest import Run, head_of

@@ -14,9 +14,9 @@ import pytest
 
 from commands import MemoryLog
 from commands.app import chars_over_four
+from commands.app.forgetting.scan import scan_tree
 from commands.app.resources import block_budgets, make_spec, render_key, sanitise_key
-from commands.app.resources import handle as handle_module
-from commands.app.scan import scan_tree
+from commands.app.upkeep import resources as handle_module
 from eventstore import InvalidInputError, ReadOnlyError, ResourceSpec, now_micros
 
 THREE = [{"name": "system", "priority": 0, "ratio": 0.1},

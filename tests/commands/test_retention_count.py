@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from commands import MemoryLog
-from commands.app.retention_count import retention_count_step
-from commands.app.scan import scan_tree
-from commands.app.summarise import ExtractiveSummariser
-from commands.app.upkeep import MAINTAIN_ACTOR, StepContext
+from commands.app.forgetting.scan import scan_tree
+from commands.app.upkeep.maintain import MAINTAIN_ACTOR, StepContext
+from commands.app.upkeep.retention_count import retention_count_step
+from commands.app.upkeep.summariser import ExtractiveSummariser
 from eventstore import RetentionApplied, now_micros
 
 from .conftest import marker, views_dump

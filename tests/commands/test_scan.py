@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commands.app import scan
-from commands.app.scan import Matcher, purge_scope, scan_needles
+from commands.app.forgetting import scan
+from commands.app.forgetting.scan import Matcher, purge_scope, scan_needles
 
 
 def test_scope_leaves_out_only_untouched_segments_shards_and_vector_partitions(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import lmdb
 
 from commands import MemoryLog
-from commands.app.scan import scan_needles
+from commands.app.forgetting.scan import scan_needles
 from eventstore.storage import wipe_tree
 
 _PROBE = """

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 
 pytest.importorskip("numpy")  # the shipped static model: semantic and hybrid modes
 

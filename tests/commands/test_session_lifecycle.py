@@ -134,7 +134,7 @@ def test_cli_update_transcript_close(tmp_path: Path) -> None:
 
 
 def test_deleting_a_session_erases_its_updates_and_reasons(tmp_path: Path) -> None:
-    from commands.app.scan import scan_tree
+    from commands.app.forgetting.scan import scan_tree
 
     root = tmp_path / "d"
     markers = {name: f"zq{name}marker{i}" for i, name in enumerate(("meta", "tag", "close", "archive"))}

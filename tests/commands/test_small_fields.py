@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 from commands.mcp.reads import ReadTools
 from commands.mcp.scope import ServerScope
 from commands.mcp.writes import WriteTools

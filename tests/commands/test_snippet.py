@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from commands.app.search import _single_spaced, make_snippet
+from commands.app.recall.search import _single_spaced, make_snippet
 
 TEXT = st.text(st.sampled_from(["a", "b", "é", " ", " ", "\n", "\t", "\xa0", "\u2028", "\x1f", "x"]),
                max_size=400)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 from eventstore import EventLog, ReadOnlyError, SessionSummarised, SummaryResummarised
 from projections import Projections
 

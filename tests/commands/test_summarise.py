@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from commands.app.summarise import ExtractiveSummariser, check_summary
+from commands.app.upkeep.summariser import ExtractiveSummariser, check_summary
 from eventstore import InvalidInputError
 
 TEXTS = [

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("numpy")
 
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 
 
 def _vector_bytes(mem: MemoryLog, entry_id: str) -> bytes:
@@ -101,7 +101,7 @@ def test_a_delete_rewrites_only_the_partition_that_lost_the_vector(tmp_path: Pat
     """With partitions of 64 seqs, a delete rewrites the one partition of the
     deleted entry's vector; the purge's scan still finds nothing, and a
     partition's leftover compacting copy is reported by ``leftovers``."""
-    from commands.app.purging import leftovers
+    from commands.app.forgetting.purging import leftovers
     from projections.embed import parts
 
     monkeypatch.setattr(parts, "PART_SPAN", 64)

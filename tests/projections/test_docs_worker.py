@@ -8,7 +8,7 @@ import pytest
 
 import projections.search.docs as docs_module
 from commands import MemoryLog
-from commands.app.scan import scan_tree
+from commands.app.forgetting.scan import scan_tree
 from projections.search.docs import entry_docs, shard_docs
 from projections.search.docs_worker import DocWorker
 

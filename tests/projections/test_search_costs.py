@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 from eventstore import now_micros
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 from eventstore import InvalidQueryError, now_micros
 from projections import Scope, SearchQuery
 from projections.search import rank

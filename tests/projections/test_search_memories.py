@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 from projections import Scope
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 from eventstore import EntryRecorded, InvalidInputError
 from projections import Scope, SearchIndex, SearchQuery, entry_document, run_search
 

@@ -11,7 +11,7 @@ import pytest
 
 import projections.search.fit as search_fit
 from commands import MemoryLog
-from commands.app.search import find, make_query
+from commands.app.recall.search import find, make_query
 from projections.runner import LAYOUT, Projections
 from projections.search.fit import MOST_SHARDS, ONE_PASS_EVENTS, SHARD_EVENTS, search_passes, shards_for
 

@@ -1,14 +1,13 @@
 """Token-managed memory resources (seed 003): declared specs, sanitised keys,
 items stored as entries, flushing, eviction and TTL as events.
 
-The handle (:class:`~commands.app.resources.handle.ResourceHandle`) lives in
+The handle (:class:`~commands.app.upkeep.resources.ResourceHandle`) lives in
 its own module, imported by the facade; this package face holds what the
 context builder and the settings need, so importing it never imports the store.
 """
 
 from .policy import Item, Removal, expired, plan_evictions, plan_flush
 from .reading import ResourceMessage, token_count
-from .sections import resource_sections
 from .spec import (
     DEFAULT_BLOCK,
     KEY_FIELDS,
@@ -41,7 +40,6 @@ __all__ = [
     "plan_evictions",
     "plan_flush",
     "render_key",
-    "resource_sections",
     "sanitise_key",
     "stream_of",
     "token_count",

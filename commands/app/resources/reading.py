@@ -16,7 +16,7 @@ from .spec import check_spec, instance_key, key_fields
 
 __all__ = ["ResourceMessage", "find_spec", "live_items", "specs", "stored_key", "to_message", "token_count"]
 
-# A user id's pseudonym (commands.app.pseudonym), or None when the store has none.
+# A user id's pseudonym (commands.app.store.pseudonym), or None when the store has none.
 Alias = Callable[[str], str | None]
 
 
