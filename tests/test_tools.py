@@ -1,4 +1,5 @@
-"""The benchmarks in tools/ run on tiny inputs and print their --json keys (no timing checks)."""
+"""The benchmarks in tools/bench/ and the soak in tools/ops/ run on tiny inputs and print their
+--json keys (no timing checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = Path(__file__).resolve().parent.parent / "tools" / "bench"
+OPS = TOOLS.parent / "ops"
 
 CASES = [
     ("bench_log.py", ["--events", "2000", "--repeats", "1"],
@@ -52,7 +54,8 @@ NATS_CASE = ("bench_nats.py", ["--events", "1000", "--single", "20", "--replay-e
 def test_benchmark_runs_and_prints_its_keys(tool: str, args: list[str], keys: list[str],
                                             tmp_path: Path) -> None:
     """Each benchmark runs on a tiny input and its --json object has the issue's keys."""
-    result = subprocess.run([sys.executable, str(TOOLS / tool), *args, "--json"], cwd=tmp_path,
+    where = OPS if (OPS / tool).is_file() else TOOLS
+    result = subprocess.run([sys.executable, str(where / tool), *args, "--json"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
@@ -178,7 +181,7 @@ def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:
 
 
 def test_append_guards_puts_every_guard_back() -> None:
-    """tools/append_guards.py takes guards out only within its block, and an
+    """tools/bench/append_guards.py takes guards out only within its block, and an
     error inside it puts them back as well."""
     sys.path.insert(0, str(TOOLS))
     import append_guards

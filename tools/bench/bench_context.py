@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_context.py [--data ../shared/bench/locomo-dev.json] [--json]
+    python tools/bench/bench_context.py [--data ../shared/bench/locomo-dev.json] [--json]
                                   [--budget 1000] [--sample N] [--seed 0]
                                   [--conversations N] [--recall-share X] [--dir PATH]
 
@@ -11,7 +11,7 @@ The metric:
 
 - for each conversation, two stores (``MemoryLog``): in each, one memlog session
   of one user per LoCoMo session, one message entry per turn as
-  ``tools/bench_recall.py`` records them (``Speaker: text``, the session's date);
+  ``tools/bench/bench_recall.py`` records them (``Speaker: text``, the session's date);
   in the first store the sessions are left open, in the second each is closed
   (which writes its handoff and extracts its decisions and lessons);
 - in each store a fresh session of the same user is started, and for each

@@ -1,4 +1,4 @@
-"""The raw anchors of tools/bench_projections.py: Tantivy and SQLite FTS5 on
+"""The raw anchors of tools/bench/bench_projections.py: Tantivy and SQLite FTS5 on
 the documents memlog's search index holds, built off the clock."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class RawCorpus:
     rows: list[tuple[int, str]] = field(default_factory=list)  # (seq, searchable text)
     build_s: float = 0.0
     make_s: float = 0.0  # of build_s: memlog's own making of the documents (``entry_document``)
-    embed_s: float = 0.0  # the default embedder over every text (set by the caller: tools/floors.py)
+    embed_s: float = 0.0  # the default embedder over every text (set by the caller: tools/bench/floors.py)
 
 
 def build_raw_corpus(elog: EventLog) -> RawCorpus:

@@ -1,4 +1,4 @@
-"""Deterministic entry content for tools/bench_log.py (no global RNG)."""
+"""Deterministic entry content for tools/bench/bench_log.py (no global RNG)."""
 
 from __future__ import annotations
 

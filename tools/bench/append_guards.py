@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """What the single durable append's guards cost, next to raw LMDB in the same run.
 
+A floor, not a goal: the append without its guards is not a store anyone
+may ship, so its figure bounds from below what the guarded append can reach.
+
 Usage::
 
-    python tools/append_guards.py [--singles N] [--repeats R] [--json]
+    python tools/bench/append_guards.py [--singles N] [--repeats R] [--json]
 
-Runs tools/bench_log.py's single appends (b) (one event per call and per
+Runs tools/bench/bench_log.py's single appends (b) (one event per call and per
 commit, sync on, interleaved with raw LMDB committing the same records 100
 appends at a time) several times over, each time with one more of the
 append's guards taken out, cumulatively:
@@ -25,7 +28,7 @@ the same machine; the best run of each side is kept. This is a measurement of
 parts, never a setting: the guards are taken out by replacing functions in
 this process only, and put back after each step.
 
-``append_single_ratio`` of step 1 is ``tools/bench_log.py``'s figure; the
+``append_single_ratio`` of step 1 is ``tools/bench/bench_log.py``'s figure; the
 last step's ratio is what a single append could reach with all four guards
 gone, the rest of its Python (checks, records, chain, puts, the call chain)
 kept.

@@ -6,8 +6,8 @@ very common words, a long tail). Entries come in seed 000's four kinds
 (message, decision, finding, preference) plus lessons and tasks, spread over
 several agents, users and sessions. The same seed always gives the same corpus.
 
-    python tools/corpus.py --entries 1000 --dir /tmp/store    # writes a log
-    python tools/corpus.py --entries 5 --print                 # shows entries
+    python tools/bench/corpus.py --entries 1000 --dir /tmp/store    # writes a log
+    python tools/bench/corpus.py --entries 5 --print                 # shows entries
 
 Only the public API of ``eventstore`` is used.
 """

@@ -1,8 +1,8 @@
-"""Search on a small store, for tools/bench_projections.py: memlog's whole
+"""Search on a small store, for tools/bench/bench_projections.py: memlog's whole
 search path next to its Tantivy part and raw Tantivy on the same documents.
 
 :func:`measure_small_child` measures in a fresh process of its own
-(``python tools/bench_small_store.py DIR QUERIES [--profile]`` measures in a
+(``python tools/bench/bench_small_store.py DIR QUERIES [--profile]`` measures in a
 new directory under DIR, removes it, and prints the latencies as JSON): an
 agent with a small store runs in such a process, not in one that has just
 built, replayed and searched a million events, whose heap made the same
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
     """The child: measure in a new directory under DIR (removed after),
     print the latencies as JSON."""
     if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1 or any(a != "--profile" for a in argv[2:]):
-        print("usage: python tools/bench_small_store.py DIR QUERIES [--profile]", file=sys.stderr)
+        print("usage: python tools/bench/bench_small_store.py DIR QUERIES [--profile]", file=sys.stderr)
         return 2
     parent, count, profile = Path(argv[0]), int(argv[1]), "--profile" in argv[2:]
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Peak memory of a replay, measured in a child process (for tools/bench_projections.py).
+"""Peak memory of a replay, measured in a child process (for tools/bench/bench_projections.py).
 
 Usage::
 
-    python tools/replay_rss.py LOG_DIR WORK_DIR {scan,views,full}
+    python tools/bench/replay_rss.py LOG_DIR WORK_DIR {scan,views,full}
 
 runs one pass over the log at ``LOG_DIR`` in this (fresh) process and prints one
 JSON object: ``peak_rss_mb`` (``ru_maxrss``: every resident page, the log's and

@@ -9,7 +9,7 @@ compared. Also timed: the dedup check alone, cold (no word set cached: the
 first check of a process, or the first after a deletion or redaction, reads
 every candidate's text from the log).
 
-    python tools/bench_dedup.py [--lessons 500] [--writes 200] [--json]
+    python tools/bench/bench_dedup.py [--lessons 500] [--writes 200] [--json]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from commands import MemoryLog
 from commands.app.dedup import find_copy

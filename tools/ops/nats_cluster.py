@@ -3,9 +3,9 @@
 
 Usage::
 
-    python tools/nats_cluster.py start [--nodes 3] [--dir D] [--json]
-    python tools/nats_cluster.py stop [--dir D] [--json]
-    python tools/nats_cluster.py status [--dir D] [--json]
+    python tools/ops/nats_cluster.py start [--nodes 3] [--dir D] [--json]
+    python tools/ops/nats_cluster.py stop [--dir D] [--json]
+    python tools/ops/nats_cluster.py status [--dir D] [--json]
 
 ``start`` takes free loopback ports, writes one config and one storage directory per
 node under ``D`` (``D/n0``, ``D/n1``, ...), starts ``nats-server`` from the installed

@@ -1,4 +1,4 @@
-"""The raw-LMDB anchor of tools/bench_log.py: the same records our log stores,
+"""The raw-LMDB anchor of tools/bench/bench_log.py: the same records our log stores,
 written and scanned with py-lmdb directly."""
 
 from __future__ import annotations

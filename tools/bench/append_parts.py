@@ -3,10 +3,10 @@
 
 Usage::
 
-    python tools/append_parts.py [--events N] [--singles N] [--json]
+    python tools/bench/append_parts.py [--events N] [--singles N] [--json]
 
 Wraps the stages of the append path with timers (no change to the code that
-runs) and appends the same events as tools/bench_log.py: batches of 10k events
+runs) and appends the same events as tools/bench/bench_log.py: batches of 10k events
 (one transaction each) and single appends (one event, one commit). Reports the
 microseconds per event of each part:
 

@@ -1,6 +1,6 @@
 """Benchmark: compact a 10 MB session; flush a resource of 8k tokens; the cost of the checks on write.
 
-    python tools/bench_lifecycle.py [--mb 10] [--entry-bytes 1000] [--appends 300]
+    python tools/bench/bench_lifecycle.py [--mb 10] [--entry-bytes 1000] [--appends 300]
                                     [--resource-appends 2000] [--json] [--dir PATH]
 
 Builds one session of ``--mb`` MiB of message content (default 10, seed 000's
@@ -21,7 +21,7 @@ with ``auto_compact``/``auto_summarise`` on (neither threshold reached), against
 the same with both off, interleaved (``check_overhead_ratio``, medians), and
 the check's own median time (``check_us``).
 
-Memory resources (measured by ``tools/bench_resources.py``'s functions, in the
+Memory resources (measured by ``tools/bench/bench_resources.py``'s functions, in the
 same run): ``flush_s``, the append that flushes a resource of 8k tokens, beside
 the summariser alone and a plain append; ``append_overhead_ratio``, a
 resource's append (its TTL, flush and eviction checks) against a plain

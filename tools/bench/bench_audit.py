@@ -1,6 +1,6 @@
 """Benchmark: point-in-time reads on a large store.
 
-    python tools/bench_audit.py [--events N] [--reads R] [--queries Q] [--json] [--dir PATH]
+    python tools/bench/bench_audit.py [--events N] [--reads R] [--queries Q] [--json] [--dir PATH]
 
 Builds a store of N corpus entries (default 1,000,000) through the public API,
 then measures, in one run:

@@ -1,6 +1,6 @@
 """Benchmark: delete one entry, with the physical purge, on a large store.
 
-    python tools/bench_delete.py [--entries N] [--shards S] [--repeats R] [--json] [--dir PARENT]
+    python tools/bench/bench_delete.py [--entries N] [--shards S] [--repeats R] [--json] [--dir PARENT]
 
 Builds a store of N corpus entries (default 1,000,000) through the public API,
 catches the projections up, then deletes one entry by id with the full purge:

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_import.py [--records N] [--json] [--dir PATH]
+    python tools/bench/bench_import.py [--records N] [--json] [--dir PATH]
 
 It writes a ``.bmad/memory`` tree of N records (default 100000: sessions of
 1000 records, each a manifest and conversation, decisions, findings and

@@ -22,7 +22,7 @@ of the store (``memlog stats``) recovers it, and the trial counts:
 
 The goal is 0 for each. Usage::
 
-    python tools/soak_crash.py [--trials N] [--seed S] [--json]
+    python tools/ops/soak_crash.py [--trials N] [--seed S] [--json]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # the shared kit
 from benchkit import log, run_main
 
 from commands import MemoryLog

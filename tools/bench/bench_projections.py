@@ -3,11 +3,11 @@
 
 Usage::
 
-    python tools/bench_projections.py [--events N] [--json] [--queries Q] [--shards S]
+    python tools/bench/bench_projections.py [--events N] [--json] [--queries Q] [--shards S]
                                       [--fts5-queries F] [--repeats R] [--dir PATH]
                                       [--profile] [--no-presize]
 
-It writes a deterministic corpus log of N entries (``tools/corpus.py``: Zipf
+It writes a deterministic corpus log of N entries (``tools/bench/corpus.py``: Zipf
 words, six kinds, 200 sessions) and measures, in one run:
 
 (a) replay into views: ``ViewStore(fresh dir, sync=False, events_at=...).apply(...)`` over the log
@@ -29,7 +29,7 @@ words, six kinds, 200 sessions) and measures, in one run:
     matching row (hundreds of ms at 1M entries), so FTS5 runs on an evenly
     spaced subset of ``--fts5-queries`` of the same queries (default 200).
 
-(d) search on a small store (``SMALL_ENTRIES``, 1,000 entries; tools/bench_small_store.py):
+(d) search on a small store (``SMALL_ENTRIES``, 1,000 entries; tools/bench/bench_small_store.py):
     memlog's whole search path (``Projections.search``, text mode, limit 10:
     the catch-up check, the snapshot, the candidates and their ranking) as
     ``small_store_search_p50_ms``, its Tantivy part (``run_search``) and raw
@@ -40,31 +40,31 @@ words, six kinds, 200 sessions) and measures, in one run:
     with the default embedder, as ``memlog replay``) in a fresh child process,
     ``replay_peak_rss_mb`` (``ru_maxrss``, mapped file pages included) and
     ``replay_peak_anon_mb`` (the highest ``RssAnon`` sampled); the anchor is a
-    child that only scans and decodes the log (tools/replay_rss.py).
+    child that only scans and decodes the log (tools/bench/replay_rss.py).
     ``replay_ratio`` is (a)'s memlog / anchor (``replay_views_ratio``, kept).
     (a) also times raw LMDB writing the records the replay left (``raw_views_write_s``,
-    tools/floors.py): ``replay_floor_ratio`` = anchor / (anchor + that write) is the
+    tools/bench/floors.py): ``replay_floor_ratio`` = anchor / (anchor + that write) is the
     ratio of a replay that spent nothing between reading the log and writing.
     It also times the least CPython that builds the entries' and lessons'
     records from the decoded log and writes them (``views_build_floor_s``,
-    tools/floors.py): ``replay_build_floor_ratio`` = anchor / (anchor + that)
+    tools/bench/floors.py): ``replay_build_floor_ratio`` = anchor / (anchor + that)
     is the ratio of a replay that did only that.
     (b) also times raw Tantivy's CPU (``raw_tantivy_cpu_s``, its threads included):
     a rebuild reads the log, writes the views' records and indexes, so it takes at
     least ``rebuild_floor_s``, those three parts' CPU over the cores (never less than
     raw Tantivy's own time), and ``rebuild_floor_ratio`` = raw Tantivy's time / that
-    floor bounds ``rebuild_ratio`` (tools/floors.py). ``rebuild_build_floor_s`` and
+    floor bounds ``rebuild_ratio`` (tools/bench/floors.py). ``rebuild_build_floor_s`` and
     ``rebuild_build_floor_ratio`` bound it more tightly: the views' build floor in
     place of their write, plus the making of the documents as memlog makes them
     (``doc_make_s``: ``entry_document`` over every entry, timed off the clock while
     the raw documents are built) and the default embedder over every entry's text
-    (``embed_floor_s``, tools/floors.py).
+    (``embed_floor_s``, tools/bench/floors.py).
 
 The projection's shard count is fitted to the store as memlog does (one per
 32,768 events, a power of two, at most 32; ``--shards N`` fixes it). Raw
 Tantivy queries ask for no hit count (``count=False``), as memlog's do: a
 count stops Tantivy's block-max WAND pruning. The raw anchors live in
-tools/raw_tantivy.py.
+tools/bench/raw_tantivy.py.
 
 Throughput figures are the best of ``--repeats`` runs in fresh directories
 (after ``os.sync()``); latencies are percentiles over all queries after a short
@@ -337,7 +337,7 @@ def profile_search(proj: Projections, queries: Sequence[str]) -> None:
 def measure_replay_memory(base: Path) -> dict[str, Any]:
     """(e) peak memory of a replay (``Projections.replay``: views, search, vectors,
     as ``memlog replay``) next to a scan + decode of the same log, each in a
-    fresh child process (tools/replay_rss.py)."""
+    fresh child process (tools/bench/replay_rss.py)."""
     scan = measure_memory(base / "log", base / "rss-scan", "scan")
     full = measure_memory(base / "log", base / "rss-replay", "full")
     shutil.rmtree(base / "rss-scan")

@@ -7,7 +7,7 @@ of the question's evidence dia_ids in the top k, questions without evidence
 skipped. ``--minilm`` also runs the full all-MiniLM-L6-v2 through
 sentence-transformers (it must be installed: the ``distill`` extra)::
 
-    python tools/bench_embed.py [--model FILE] [--data ../shared/bench/locomo-dev.json] [--minilm]
+    python tools/bench/bench_embed.py [--model FILE] [--data ../shared/bench/locomo-dev.json] [--minilm]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from projections.embed.static import MODEL_PATH, StaticEmbedder  # noqa: E402

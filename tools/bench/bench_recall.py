@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_recall.py [--data ../shared/bench/locomo-dev.json] [--json]
+    python tools/bench/bench_recall.py [--data ../shared/bench/locomo-dev.json] [--json]
                                  [--mode text|semantic|hybrid] [--conversations N]
                                  [--questions N] [--dir PATH]
 
@@ -20,7 +20,7 @@ The metric:
 - figures are averaged over the questions, overall and per category
   (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial).
 
-The no-match set (``tools/no_match.py``): 200 queries made with a fixed seed,
+The no-match set (``tools/bench/no_match.py``): 200 queries made with a fixed seed,
 random identifiers and questions on topics the conversations never touch,
 each searched (limit 10) in every conversation's store in each mode;
 ``false_hit_rate`` is the share of those searches, in the run's mode, that
@@ -63,7 +63,7 @@ from no_match import no_match_queries
 KS = (5, 10, 25, 50)
 DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo-dev.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo-dev.json"
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"[;,\s]+")
 

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_redaction.py [--size BYTES] [--re-timeout SECONDS] [--json]
+    python tools/bench/bench_redaction.py [--size BYTES] [--re-timeout SECONDS] [--json]
 
 Each adversarial input (default 1 MiB) is redacted with each built-in pattern
 (email, api_key, password) the way ingest does it (``Redactor([kind]).redact``,

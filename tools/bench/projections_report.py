@@ -1,4 +1,4 @@
-"""The human-readable report of tools/bench_projections.py (its --json object as a table)."""
+"""The human-readable report of tools/bench/bench_projections.py (its --json object as a table)."""
 
 from __future__ import annotations
 
@@ -80,14 +80,14 @@ def _notes(r: dict[str, Any]) -> list[str]:
                  f"{r['raw_scan_peak_rss_mb']:,.0f} MB, anonymous {r['raw_scan_peak_anon_mb']:,.0f} MB.")
     notes.append(f"views replay floor: raw LMDB writes the {r['views_records']:,} records the replay left in "
                  f"{r['raw_views_write_s']:.3f} s; scan + decode plus that write would give "
-                 f"{r['replay_floor_ratio']:.3f}x (tools/floors.py).")
+                 f"{r['replay_floor_ratio']:.3f}x (tools/bench/floors.py).")
     notes.append(f"views build floor: the least CPython builds the entries' and lessons' records from "
                  f"the decoded log and writes them in {r['views_build_floor_s']:.3f} s; scan + decode "
-                 f"plus that would give {r['replay_build_floor_ratio']:.3f}x (tools/floors.py).")
+                 f"plus that would give {r['replay_build_floor_ratio']:.3f}x (tools/bench/floors.py).")
     notes.append(f"rebuild floor: raw Tantivy used {r['raw_tantivy_cpu_s']:.3f} CPU-s (its threads "
                  f"included); with the scan + decode and the views' write, over the cores, a rebuild "
                  f"takes at least {r['rebuild_floor_s']:.3f} s: {r['rebuild_floor_ratio']:.3f}x at most "
-                 f"(tools/floors.py).")
+                 f"(tools/bench/floors.py).")
     notes.append(f"rebuild build floor: with the views' build floor in place of their write and the "
                  f"documents made as memlog makes them ({r['doc_make_s']:.3f} s) and embedded "
                  f"({r['embed_floor_s']:.3f} s), a rebuild takes at "

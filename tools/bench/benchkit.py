@@ -55,7 +55,7 @@ def log(message: str) -> None:
 
 
 def load_corpus() -> ModuleType:
-    """tools/corpus.py (tools/ is not a package)."""
+    """tools/bench/corpus.py (tools/ is not a package)."""
     here = str(Path(__file__).resolve().parent)
     if here not in sys.path:
         sys.path.insert(0, here)

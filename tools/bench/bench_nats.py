@@ -3,10 +3,10 @@
 
 Usage::
 
-    python tools/bench_nats.py [--json] [--events N] [--single N] [--replay-events N]
+    python tools/bench/bench_nats.py [--json] [--events N] [--single N] [--replay-events N]
                                [--profile] [--dir PATH]
 
-It starts its own servers with tools/nats_cluster.py (R1: one node; R3: three
+It starts its own servers with tools/ops/nats_cluster.py (R1: one node; R3: three
 nodes on loopback, a stream of 3 replicas), one after the other, and stops
 them at exit (also on an error). On each it measures, in the same run:
 
@@ -25,7 +25,7 @@ them at exit (also on an error). On each it measures, in the same run:
     load. The floor of one append is also shown (``raw_..._publish1_eps``):
     one JetStream publish per event with both headers, which is what a log
     with one message per event could reach;
-(d) replay: a corpus (tools/corpus.py) written to a fresh stream, then
+(d) replay: a corpus (tools/bench/corpus.py) written to a fresh stream, then
     ``MemoryLog.open(fresh dir, log=url, embedder=None).replay()`` (what
     ``memlog --log URL replay`` does: views and search, rebuilt from the shared
     log); anchors: a raw nats-py read of every message of that stream (batched
@@ -59,6 +59,7 @@ from commands import MemoryLog
 from eventstore import EventLog, LogSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))  # nats_cluster
 from bench_log import Plan, make_event, make_plan
 from benchkit import log, profile_text, run_main, verdict
 from corpus import write_corpus

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_log.py [--events N] [--json] [--purge-gib G] [--dir PATH]
+    python tools/bench/bench_log.py [--events N] [--json] [--purge-gib G] [--dir PATH]
 
 In one run it measures, each against py-lmdb used directly in the same run:
 
@@ -24,7 +24,7 @@ In one run it measures, each against py-lmdb used directly in the same run:
     writer lock serialises the commits), so (d)'s ratio says how much the
     sharing buys.
 
-With (a) it times the floor of an append over the same events (tools/floors.py);
+With (a) it times the floor of an append over the same events (tools/bench/floors.py);
 ``append_batch_floor_ratio`` is the best ``append_batch_ratio`` the run allows.
 
 The two sides are interleaved: memlog appends a block (one 10k transaction for
@@ -448,7 +448,7 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "transaction sizes; (c) two-cursor scan of headers + payloads, no decode, and the",
         "same scan with msgspec decode of each header and payload (raw_scan_decode_eps);",
         "(d) raw LMDB's single appends of (b): one commit per append, which threads cannot share.",
-        f"(a)'s floor (tools/floors.py): {r['append_floor_us']} us an event beyond raw LMDB, so at best "
+        f"(a)'s floor (tools/bench/floors.py): {r['append_floor_us']} us an event beyond raw LMDB, so at best "
         f"{r['append_batch_floor_ratio']}x.",
         f"ratio of each paired run: batched {r['append_batch_ratio_runs']}, "
         f"single {r['append_single_ratio_runs']}",

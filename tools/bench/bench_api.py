@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/bench_api.py [--events N] [--json] [--queries Q] [--repeats R]
+    python tools/bench/bench_api.py [--events N] [--json] [--queries Q] [--repeats R]
                               [--dir PATH] [--profile]
 
 Each facade figure is measured next to the same work done one layer down:
@@ -16,7 +16,7 @@ Each facade figure is measured next to the same work done one layer down:
     against ``EventLog.append_many`` of the same 10k one-event appends;
 (c) search: ``mem.search(text, limit=10, record_access=False)`` against
     ``run_search`` on ``mem.proj.search_index`` with the same ``SearchQuery``
-    (as of None), on a corpus of N entries (``tools/corpus.py``), after the
+    (as of None), on a corpus of N entries (``tools/bench/corpus.py``), after the
     projections have caught up. Each query runs on both sides, and which side
     goes first alternates (the second finds the query's pages warm).
 

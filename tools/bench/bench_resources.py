@@ -5,7 +5,7 @@ measured in the same run.
 
 Usage::
 
-    python tools/bench_resources.py [--appends N] [--repeats R] [--json] [--dir PATH]
+    python tools/bench/bench_resources.py [--appends N] [--repeats R] [--json] [--dir PATH]
 
 (a) ``flush_s``: a resource of limit 10,000 tokens (flush at 80%: 8,000
     tokens) is filled with 100-token items to just under 8,000 tokens; the

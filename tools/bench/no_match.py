@@ -1,4 +1,4 @@
-"""The no-match set of ``tools/bench_recall.py``: queries that match nothing.
+"""The no-match set of ``tools/bench/bench_recall.py``: queries that match nothing.
 
 :func:`no_match_queries` makes ``n`` queries with a fixed seed, half of each
 kind:
