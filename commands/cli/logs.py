@@ -11,20 +11,19 @@ import os
 import sys
 from typing import Any
 
-import msgspec
-import structlog
-
 __all__ = ["configure_logging"]
 
-_json = msgspec.json.Encoder(enc_hook=repr)
-
-
 def configure_logging(verbose: bool = False) -> None:
-    """Configure structlog once, for the CLI process."""
+    """Configure structlog once, for the CLI process (structlog, and with it
+    asyncio, is imported here, when a command runs, not for ``--help``)."""
+    import msgspec
+    import structlog
+
+    json = msgspec.json.Encoder(enc_hook=repr)
     level = logging.DEBUG if verbose else _level_from_env()
     renderer: Any
     if os.environ.get("MEMLOG_LOG", "").lower() == "json":
-        renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _json.encode(obj))
+        renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: json.encode(obj))
         factory: Any = structlog.BytesLoggerFactory(sys.stderr.buffer)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)

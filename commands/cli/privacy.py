@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
 from eventstore import InvalidInputError, PurgeUnverifiedError
 
-from ..app import DeletionReport
 from .base import KINDS, PATTERN, Context, pass_context
+
+if TYPE_CHECKING:
+    from ..app import DeletionReport
 
 __all__ = ["delete", "purge", "redact", "retention"]
 
