@@ -11,16 +11,24 @@ import os
 import sys
 from typing import Any
 
+from eventstore.logs import configure_on_first_log
+
 __all__ = ["configure_logging"]
 
 def configure_logging(verbose: bool = False) -> None:
-    """Configure structlog once, for the CLI process (structlog, and with it
-    asyncio, is imported here, when a command runs, not for ``--help``)."""
+    """Configure structlog for the CLI process, when the first event at the
+    level in force is logged (:mod:`eventstore.logs`): structlog, and with it
+    asyncio, is imported only by a command that logs."""
+    level = logging.DEBUG if verbose else _level_from_env()
+    configure_on_first_log(lambda: _configure(level), level)
+
+
+def _configure(level: int) -> None:
+    """structlog's configuration: JSON lines or key=value lines on stderr."""
     import msgspec
     import structlog
 
     json = msgspec.json.Encoder(enc_hook=repr)
-    level = logging.DEBUG if verbose else _level_from_env()
     renderer: Any
     if os.environ.get("MEMLOG_LOG", "").lower() == "json":
         renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: json.encode(obj))
