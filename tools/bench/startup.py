@@ -7,6 +7,12 @@ Times, as the median of ``--runs`` fresh processes each: ``memlog --help``,
 ``python -c "import lmdb, msgspec, tantivy"`` (the floor). Each figure is also
 printed as a ratio to the floor.
 
+The processes run as an installed memlog does, from bytecode caches: the
+caches go to a scratch ``PYTHONPYCACHEPREFIX`` (the tree stays clean, and
+``PYTHONDONTWRITEBYTECODE`` is lifted for them), written by a warm-up run of
+each command. ``--from-source`` measures with no caches at all instead, every
+module compiled on each start.
+
     python tools/bench/startup.py [--runs N] [--entries N] [--json]
 """
 
@@ -14,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,27 +56,40 @@ def build_store(data_dir: Path, entries: int) -> str:
     return str(started.session_id)
 
 
-def median_ms(argv: list[str], runs: int) -> float:
+def child_env(base: Path, from_source: bool) -> dict[str, str]:
+    """The environment of the measured processes: bytecode caches in ``base``, or none."""
+    env = dict(os.environ)
+    if from_source:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+    return env
+
+
+def median_ms(argv: list[str], runs: int, env: Mapping[str, str]) -> float:
     """The median wall time of ``runs`` fresh processes of ``argv``, after one warm-up."""
     times = []
     for n in range(runs + 1):
         t0 = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         if n:
             times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
 
 
-def measure(base: Path, runs: int, entries: int) -> dict[str, Any]:
+def measure(base: Path, runs: int, entries: int, from_source: bool = False) -> dict[str, Any]:
     """The startup figures and their ratios to the floor."""
     store = base / "store"
     session = build_store(store, entries)
+    env = child_env(base, from_source)
     at = [*MEMLOG, "--dir", str(store), "--json"]
-    out: dict[str, Any] = {"runs": runs, "entries": entries}
-    out["floor_ms"] = median_ms(FLOOR, runs)
-    out["help_ms"] = median_ms([*MEMLOG, "--help"], runs)
-    out["search_ms"] = median_ms([*at, "search", "x"], runs)
-    out["context_ms"] = median_ms([*at, "context", session], runs)
+    out: dict[str, Any] = {"runs": runs, "entries": entries, "bytecode_cache": not from_source}
+    out["floor_ms"] = median_ms(FLOOR, runs, env)
+    out["help_ms"] = median_ms([*MEMLOG, "--help"], runs, env)
+    out["search_ms"] = median_ms([*at, "search", "x"], runs, env)
+    out["context_ms"] = median_ms([*at, "context", session], runs, env)
     for key in GOALS_MS:
         out[key.removesuffix("_ms") + "_floor_ratio"] = out[key] / out["floor_ms"]
         out[key.removesuffix("_ms") + "_goal_met"] = out[key] <= GOALS_MS[key]
@@ -90,11 +111,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--from-source", action="store_true", help="no bytecode caches")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="startup-"))
     try:
-        result = measure(base, args.runs, args.entries)
+        result = measure(base, args.runs, args.entries, args.from_source)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(json.dumps(result, indent=2) if args.json else table(result))
