@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from eventstore import InvalidInputError, PurgeUnverifiedError
+from eventstore import AbortedError, InvalidInputError, PurgeUnverifiedError
 
 from .base import KINDS, PATTERN, Context, pass_context
 
@@ -39,7 +39,7 @@ def _confirm(yes: bool, question: str) -> None:
     if not sys.stdin.isatty():
         raise InvalidInputError("refusing to delete without --yes when stdin is not a terminal")
     if not click.confirm(question, default=False, err=True):
-        raise InvalidInputError("deletion cancelled; nothing was written")
+        raise AbortedError("deletion cancelled; nothing was written")
 
 
 @click.command()

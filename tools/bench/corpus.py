@@ -25,12 +25,15 @@ from pathlib import Path
 from eventstore import (
     AppendRequest,
     DecisionDetails,
+    Details,
     EntryRecorded,
     Event,
     EventLog,
     FindingDetails,
+    Level,
     MessageDetails,
     PreferenceDetails,
+    Role,
     SessionStarted,
     TaskDetails,
 )
@@ -56,8 +59,8 @@ TECHNICAL = (  # noqa: SIM905 - a word list reads best as text
 ).split()
 AGENTS = ("architect", "analyst", "developer", "reviewer", "planner", "ops")
 KINDS = ("message", "message", "message", "decision", "finding", "preference", "lesson", "task")
-ROLES = ("user", "assistant", "assistant", "tool")
-LEVELS = ("low", "medium", "high", "critical")
+ROLES: tuple[Role, ...] = ("user", "assistant", "assistant", "tool")
+LEVELS: tuple[Level, ...] = ("low", "medium", "high", "critical")
 START_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 
 
@@ -114,7 +117,7 @@ class Corpus:
                 tags=tuple(rng.sample(TECHNICAL, rng.randint(0, 3))), details=self._details(kind),
             )
 
-    def _details(self, kind: str) -> object:
+    def _details(self, kind: str) -> Details | None:
         rng = self.rng
         if kind == "message":
             return MessageDetails(topic=rng.choice(TECHNICAL))
