@@ -29,7 +29,7 @@ from benchkit import log as progress
 from benchkit import percentile
 from corpus import Corpus, write_corpus
 
-from commands import MemoryLog
+from commands import EntryResult, MemoryLog
 from eventstore import EventLog
 
 
@@ -47,7 +47,9 @@ def run(root: Path, events: int, reads: int, queries: int) -> dict[str, Any]:
         entry_s = []
         for eid in ids:
             t0 = time.perf_counter()
-            recorded = mem.show(eid).recorded_seq or 1
+            shown = mem.show(eid)
+            assert isinstance(shown, EntryResult)  # corpus ids are entries, not memories
+            recorded = shown.recorded_seq or 1
             point = rng.randrange(recorded, head + 1)
             mem.as_of(point).show(eid)
             entry_s.append(time.perf_counter() - t0)
@@ -61,7 +63,7 @@ def run(root: Path, events: int, reads: int, queries: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             past.search(text)
             past_s.append(time.perf_counter() - t0)
-    result = {
+    result: dict[str, Any] = {
         "events": head, "reads": reads, "queries": queries,
         "asof_entry_p50_ms": round(percentile(entry_s, 50) * 1000, 3),
         "asof_entry_p99_ms": round(percentile(entry_s, 99) * 1000, 3),

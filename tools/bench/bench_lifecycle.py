@@ -99,7 +99,7 @@ def anchor(root: Path, sid: str, scratch: Path) -> dict[str, Any]:
     """The log alone: read the session's stream; append events of the compaction's size."""
     with EventLog.open(root / "log") as log:
         started = time.perf_counter()
-        events = [rec.event for rec in log.read_stream(f"session:{sid}")]
+        events = [rec.event for rec in log.read_stream(f"session:{sid}") if rec.event is not None]
         read_s = time.perf_counter() - started
     done = [e for e in events if isinstance(e, SessionCompacted)]
     summary = next(e for e in events if getattr(e, "entry_id", None) == done[0].summary_entry_id)

@@ -448,8 +448,8 @@ def _notes(r: dict[str, Any]) -> list[str]:
         "transaction sizes; (c) two-cursor scan of headers + payloads, no decode, and the",
         "same scan with msgspec decode of each header and payload (raw_scan_decode_eps);",
         "(d) raw LMDB's single appends of (b): one commit per append, which threads cannot share.",
-        f"(a)'s floor (tools/bench/floors.py): {r['append_floor_us']} us an event beyond raw LMDB, so at best "
-        f"{r['append_batch_floor_ratio']}x.",
+        f"(a)'s floor (tools/bench/floors.py): {r['append_floor_us']} us an event beyond raw LMDB, "
+        f"so at best {r['append_batch_floor_ratio']}x.",
         f"ratio of each paired run: batched {r['append_batch_ratio_runs']}, "
         f"single {r['append_single_ratio_runs']}",
     ]

@@ -60,9 +60,10 @@ from eventstore import EventLog, LogSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))  # nats_cluster
-from bench_log import Plan, make_event, make_plan
+from bench_log import Plan, make_plan
 from benchkit import log, profile_text, run_main, verdict
 from corpus import write_corpus
+from log_content import make_event
 from nats_cluster import Cluster
 
 BATCH = 1000  # events per batched append
@@ -216,10 +217,10 @@ def paired_appends(cluster: Cluster, plan: Plan, block: int, label: str,
                     t_floor += time.perf_counter() - started
     finally:
         raw.close()
-    events = sum(len(e) for _, e in plan)
-    out = {"ours": events / t_ours, "raw": events / t_raw}
+    count = sum(len(e) for _, e in plan)
+    out = {"ours": count / t_ours, "raw": count / t_raw}
     if floor:
-        out["floor"] = events / t_floor
+        out["floor"] = count / t_floor
     return out
 
 

@@ -47,7 +47,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import tantivy
 
@@ -145,7 +145,7 @@ class RawBM25:
             [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "content", w)) for w in words])
         hits = self.searcher.search(q, limit, count=False).hits
         rows = self.searcher.fast_field_values("n", [addr for _, addr in hits])
-        return [self.dia[int(r)] for r in rows]
+        return [self.dia[int(cast("int", r))] for r in rows]
 
 
 def memlog_search(mem: MemoryLog, text: str, mode: str | None) -> list[str]:

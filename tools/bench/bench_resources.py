@@ -55,7 +55,7 @@ THREE = [{"name": "system", "priority": 0, "ratio": 0.1}, {"name": "facts", "pri
 def item_text(i: int, tokens: int = ITEM_TOKENS) -> str:
     """A text of ``tokens`` tokens (characters / 4), varied sentences."""
     words = ["cache", "index", "replica", "queue", "schema", "latency", "deploy", "retry", "shard"]
-    out = []
+    out: list[str] = []
     n = i
     while sum(len(s) + 1 for s in out) < tokens * 4:
         out.append(f"Item {n} says the {words[n % 9]} and the {words[(n * 7) % 9]} need care.")

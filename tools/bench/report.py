@@ -52,8 +52,8 @@ def run_one(tool: str, args: Sequence[str], saved: Path | None) -> dict[str, Any
     if saved is not None:
         path = saved / (Path(tool).stem + ".json")
         return json.loads(path.read_text()) if path.is_file() else f"no {path.name} in {saved}"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath}
     print(f"running {tool} {' '.join(args)}", file=sys.stderr, flush=True)
     try:
         result = subprocess.run([sys.executable, str(HERE / tool), *args, "--json"], capture_output=True,
