@@ -56,12 +56,16 @@ class LazyChoice(click.Choice[str]):
         self._loaded: tuple[str, ...] | None = None
         self.case_sensitive = True
 
-    @property  # type: ignore[override]
-    def choices(self) -> Sequence[str]:
+    @property
+    def choices(self) -> tuple[str, ...]:
         """The choices, loaded on first use."""
         if self._loaded is None:
             self._loaded = tuple(self._load())
         return self._loaded
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        self._loaded = tuple(value)
 
 
 def _patterns() -> Sequence[str]:
