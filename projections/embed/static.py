@@ -31,6 +31,7 @@ MAGIC = b"MEMLOGSE"
 MODEL_PATH = Path(__file__).parent / "model" / "minilm-static.bin"
 _ALIGN = 64
 _LEN = struct.Struct("<I")
+_FEW_TEXTS = 4  # up to this many texts a call, the float32 matrix is not built for them
 
 
 def write_model(header: dict[str, Any], matrix: Any) -> bytes:
@@ -75,7 +76,8 @@ class StaticEmbedder:
         self._data: bytes | None = data
         self._vocab: list[str] = header["vocab"]
         self._tokenizer: WordPiece | None = None
-        self._weights: Any = None
+        self._weights: Any = None  # the float32 matrix, once a batch needs it
+        self._half: Any = None  # the file's float16 rows, until then
         self._building = threading.Lock()
 
     @property
@@ -87,18 +89,24 @@ class StaticEmbedder:
                     self._tokenizer = WordPiece(self._vocab)
         return self._tokenizer
 
-    @property
-    def _matrix(self) -> Any:
-        """The float32 matrix (built once, from the file's float16 rows)."""
+    def _rows(self, texts: int) -> tuple[Any, bool]:
+        """The matrix to gather from, and whether its rows are the file's float16
+        ones (to be widened per gather): a few texts (a query) gather from the
+        file's rows; a larger batch builds the float32 matrix once, used from
+        then on. The values are the same either way."""
         if self._weights is None:
             import numpy as np
 
             with self._building:
                 if self._weights is None:
                     assert self._data is not None
-                    self._weights = read_model(self._data)[1].astype(np.float32)
-                    self._data = None
-        return self._weights
+                    if self._half is None:
+                        self._half = read_model(self._data)[1]
+                    if texts <= _FEW_TEXTS:
+                        return self._half, True
+                    self._weights = self._half.astype(np.float32)
+                    self._data = self._half = None
+        return self._weights, False
 
     def knows(self, word: str) -> bool:
         """Whether the model holds ``word`` (lower-case) as a word: whole in its
@@ -117,11 +125,12 @@ class StaticEmbedder:
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        matrix, encode = self._matrix, self.tokenizer.encode
+        (matrix, half), encode = self._rows(len(texts)), self.tokenizer.encode
         for i, text in enumerate(texts):
             ids = encode(text)
             if ids:  # one small gather per text beats one large gather and reduceat;
                 # take() gathers a list a third faster than indexing, the same rows
-                matrix.take(ids, axis=0).sum(axis=0, out=out[i])
+                rows = matrix.take(ids, axis=0)
+                (rows.astype(np.float32) if half else rows).sum(axis=0, out=out[i])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
