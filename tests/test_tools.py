@@ -199,3 +199,31 @@ def test_append_guards_puts_every_guard_back() -> None:
         assert all(a is not b for a, b in zip(guards(), before, strict=True))
         raise RuntimeError("inside")
     assert guards() == before
+
+
+@pytest.mark.slow
+def test_startup_prints_its_keys(tmp_path: Path) -> None:
+    """startup.py on a tiny store: each figure, its ratio to the import floor, and its goal's verdict."""
+    args = ["--runs", "1", "--entries", "50", "--json"]
+    result = subprocess.run([sys.executable, str(TOOLS / "startup.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    for name in ("help", "search", "context"):
+        assert {f"{name}_ms", f"{name}_floor_ratio", f"{name}_goal_met"} <= set(out)
+    assert out["floor_ms"] > 0
+
+
+def test_report_writes_a_generated_file_from_saved_json(tmp_path: Path) -> None:
+    """report.py --from DIR: a header naming the command that regenerates it, then each saved figure."""
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "startup.json").write_text(json.dumps({"help_ms": 99.5, "help_goal_met": True}))
+    out = tmp_path / "benchmarks.md"
+    args = ["--from", str(saved), "--out", str(out)]
+    result = subprocess.run([sys.executable, str(TOOLS / "report.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = out.read_text()
+    assert "generated" in text and "python tools/bench/report.py" in text
+    assert "| `help_ms` | 99.5 |" in text and "Not measured: no bench_log.json" in text
