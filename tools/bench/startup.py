@@ -10,8 +10,9 @@ printed as a ratio to the floor.
 The processes run as an installed memlog does, from bytecode caches: the
 caches go to a scratch ``PYTHONPYCACHEPREFIX`` (the tree stays clean, and
 ``PYTHONDONTWRITEBYTECODE`` is lifted for them), written by a warm-up run of
-each command. ``--from-source`` measures with no caches at all instead, every
-module compiled on each start.
+each command. ``--from-source`` writes no caches instead
+(``PYTHONDONTWRITEBYTECODE``): a module without a ``__pycache__`` beside it
+is compiled on each start.
 
     python tools/bench/startup.py [--runs N] [--entries N] [--json]
 """
@@ -111,7 +112,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--entries", type=int, default=1000)
-    parser.add_argument("--from-source", action="store_true", help="no bytecode caches")
+    parser.add_argument("--from-source", action="store_true", help="write no bytecode caches")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="startup-"))
