@@ -28,8 +28,8 @@ TIMEOUT_S = 3600
 CHEAP: list[tuple[str, list[str], str]] = [
     ("startup.py", ["--runs", "7"], "memlog's start: --help, search and context on a 1k-entry store"),
     ("bench_log.py", ["--events", "20000", "--repeats", "1"], "appends and reads vs raw LMDB (20k events)"),
-    ("bench_api.py", ["--events", "10000", "--queries", "200", "--repeats", "1"],
-     "the facade vs the layer beneath it (10k events)"),
+    ("bench_api.py", ["--events", "1000", "--queries", "200", "--repeats", "1"],
+     "the facade vs the layer beneath it (1k events)"),
     ("bench_resources.py", ["--appends", "500", "--repeats", "1"], "a resource's flush and append overhead"),
     ("bench_dedup.py", [], "lesson dedup per write"),
 ]
