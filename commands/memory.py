@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from eventstore import EntryChanges, EntryRecorded, EventLog, ResourceSpec, VerifyResult
 from projections import DecayParams, DeletionRecord, Embedder, Projections
 
-from . import transfer
 from .app import (
     ContextBlock,
     DeletionReport,
@@ -58,6 +57,9 @@ from .faces import AgentsFace, FormationFace, MaintainFace, UpkeepFace
 
 if TYPE_CHECKING:
     from .app.upkeep.watch import LifecycleWatch
+
+if TYPE_CHECKING:  # import and export load their readers and writers when called
+    from . import transfer
 
 __all__ = ["MemoryLog"]
 
@@ -469,6 +471,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                     skip_bad: bool = False) -> transfer.ImportReport:
         """Import memory kept in ``fmt`` (bmad, picobot, aiteam, gimli, jsonl) from ``path``;
         see ``docs/integrations.md``. Ids derive from the source's: a second import adds nothing."""
+        from . import transfer
         source = Path(path)
         recs = transfer.read_source(fmt, source)
         transfer.refuse_unreadable(recs, skip_bad)
@@ -481,6 +484,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                session_id: str | None = None, as_of: datetime | str | int | None = None) -> Iterator[str]:
         """The store (or a user's or a session's part of it, as of a point) as JSONL
         lines (``import_from("jsonl", ...)`` reads them back) or markdown; never deleted content."""
+        from . import transfer
         point = None if as_of is None else self.log.resolve_point(as_of)
         write = transfer.export_markdown if fmt == "markdown" else transfer.export_jsonl
         return write(self.store, user_id=user_id, session_id=session_id, as_of=point)

@@ -1,19 +1,19 @@
 """Projection logging: silent until the application configures structlog
-(as :mod:`commands.app.log`). Events carry seqs, types, paths and error class
-names, never content."""
+(as :mod:`commands.app.log`; the switch is :mod:`eventstore.logs`). Events
+carry seqs, types, paths and error class names, never content."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-import structlog
+from eventstore.logs import logger
 
 __all__ = ["warning"]
-
-_logger = structlog.get_logger("memlog.projections")
 
 
 def warning(event: str, **ids: Any) -> None:
     """Log at warning level when logging is configured."""
-    if structlog.is_configured():
-        _logger.warning(event, **ids)
+    found = logger("memlog.projections", logging.WARNING)
+    if found is not None:
+        found.warning(event, **ids)

@@ -33,16 +33,13 @@ _BASE_IMPORTANCE = {
 _HOUR = 3_600_000_000
 
 
-def importance_of(kind: str, given: float | None, level: str | None = None,
-                  approved: bool = False) -> float:
-    """Seed 000's importance: by kind, boosted for high impact and approval."""
+def importance_of(kind: str, given: float | None, level: str | None = None) -> float:
+    """Seed 000's importance: by kind, boosted for high impact or severity."""
     if given is not None:
         return given
     score = _BASE_IMPORTANCE.get(kind, 0.5)
     if level in ("high", "critical"):
         score *= 1.3
-    if approved:
-        score *= 1.2
     return min(score, 1.0)
 
 

@@ -1,4 +1,5 @@
-"""The benchmarks in tools/ run on tiny inputs and print their --json keys (no timing checks)."""
+"""The benchmarks in tools/bench/ and the soak in tools/ops/ run on tiny inputs and print their
+--json keys (no timing checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = Path(__file__).resolve().parent.parent / "tools" / "bench"
+OPS = TOOLS.parent / "ops"
 
 CASES = [
     ("bench_log.py", ["--events", "2000", "--repeats", "1"],
@@ -52,7 +54,8 @@ NATS_CASE = ("bench_nats.py", ["--events", "1000", "--single", "20", "--replay-e
 def test_benchmark_runs_and_prints_its_keys(tool: str, args: list[str], keys: list[str],
                                             tmp_path: Path) -> None:
     """Each benchmark runs on a tiny input and its --json object has the issue's keys."""
-    result = subprocess.run([sys.executable, str(TOOLS / tool), *args, "--json"], cwd=tmp_path,
+    where = OPS if (OPS / tool).is_file() else TOOLS
+    result = subprocess.run([sys.executable, str(where / tool), *args, "--json"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
@@ -178,7 +181,7 @@ def test_bench_resources_runs_and_prints_its_keys(tmp_path: Path) -> None:
 
 
 def test_append_guards_puts_every_guard_back() -> None:
-    """tools/append_guards.py takes guards out only within its block, and an
+    """tools/bench/append_guards.py takes guards out only within its block, and an
     error inside it puts them back as well."""
     sys.path.insert(0, str(TOOLS))
     import append_guards
@@ -196,3 +199,31 @@ def test_append_guards_puts_every_guard_back() -> None:
         assert all(a is not b for a, b in zip(guards(), before, strict=True))
         raise RuntimeError("inside")
     assert guards() == before
+
+
+@pytest.mark.slow
+def test_startup_prints_its_keys(tmp_path: Path) -> None:
+    """startup.py on a tiny store: each figure, its ratio to the import floor, and its goal's verdict."""
+    args = ["--runs", "1", "--entries", "50", "--json"]
+    result = subprocess.run([sys.executable, str(TOOLS / "startup.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    for name in ("help", "search", "context"):
+        assert {f"{name}_ms", f"{name}_floor_ratio", f"{name}_goal_met"} <= set(out)
+    assert out["floor_ms"] > 0
+
+
+def test_report_writes_a_generated_file_from_saved_json(tmp_path: Path) -> None:
+    """report.py --from DIR: a header naming the command that regenerates it, then each saved figure."""
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "startup.json").write_text(json.dumps({"help_ms": 99.5, "help_goal_met": True}))
+    out = tmp_path / "benchmarks.md"
+    args = ["--from", str(saved), "--out", str(out)]
+    result = subprocess.run([sys.executable, str(TOOLS / "report.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = out.read_text()
+    assert "generated" in text and "python tools/bench/report.py" in text
+    assert "| `help_ms` | 99.5 |" in text and "Not measured: no bench_log.json" in text

@@ -12,12 +12,14 @@ import msgspec
 
 from eventstore import ENTRY_KINDS, InvalidInputError, ReadOnlyError
 
-from ..app import load_settings
-from ..app.ops.admin import PROJECTIONS, params_dict
-from ..app.store.settings import policy
-from .base import Context, pass_context
+from .base import Context, LazyChoice, pass_context
 
 __all__ = ["config", "decay", "init", "replay"]
+
+
+def _projections() -> tuple[str, ...]:
+    from ..app.ops.admin import PROJECTIONS
+    return tuple(PROJECTIONS)
 
 
 @click.command()
@@ -33,12 +35,13 @@ def init(ctx: Context) -> None:
 
 
 @click.command()
-@click.option("--projection", "names", multiple=True, type=click.Choice(PROJECTIONS),
+@click.option("--projection", "names", multiple=True, type=LazyChoice(_projections),
               help="Rebuild only this projection: search or vectors alone are rebuilt from the "
                    "views; views go with search and vectors. Default: all.")
 @pass_context
 def replay(ctx: Context, names: tuple[str, ...]) -> None:
     """Rebuild projections from the log (all into a fresh directory swapped in whole)."""
+    from ..app.ops.admin import PROJECTIONS
     chosen = tuple(dict.fromkeys(names)) or PROJECTIONS
     started = time.perf_counter()
     with ctx.reading() as mem, contextlib.ExitStack() as stack:
@@ -84,6 +87,7 @@ def _parse_rates(pairs: tuple[str, ...]) -> dict[str, float]:
 def decay(ctx: Context, as_of: str | None, rates: tuple[str, ...], floor: float | None, show: bool) -> None:
     """Emit decay.applied: change the given rates (and floor) from --as-of on; --show prints them."""
     if show:
+        from ..app.ops.admin import params_dict
         if rates or floor is not None or as_of is not None:
             raise InvalidInputError("--show changes nothing: give it alone")
         with ctx.reading() as mem:
@@ -109,6 +113,8 @@ def config() -> None:
 def config_show(ctx: Context) -> None:
     """Print every setting in force for --dir (config.toml's partial tables
     merged with the defaults); an unknown setting is an error naming it."""
+    from ..app import load_settings
+    from ..app.store.settings import policy
     ctx.check_dir(write=False)
     data = policy(load_settings(ctx.data_dir))
 

@@ -4,14 +4,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from eventstore import FINDING_STATUSES
 
-from ..app.sessions.agents import AgentResult
-from ..memory import MemoryLog
 from .base import Context, pass_context
 from .render import field, plain
+
+if TYPE_CHECKING:
+    from ..app.sessions.agents import AgentResult
+    from ..memory import MemoryLog
 
 __all__ = ["agents", "finding"]
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
 
 from eventstore import EventLog, parse_time
 
-from ..app import PointInTime, require_store
-from ..app.audit.reads import filter_log
-from ..app.audit.reports import FORMATS, deletion_rows, render_deletions
-from .base import KINDS, Context, pass_context
+from .base import KINDS, Context, LazyChoice, pass_context
 from .render import block, entry_text, field, hits_text, memories_text, session_text
+
+if TYPE_CHECKING:
+    from ..app import PointInTime
 
 __all__ = ["audit"]
 
@@ -32,6 +33,7 @@ def audit_verify(ctx: Context) -> None:
     """Walk the hash chain; exit 1 when any stored byte was changed."""
     ctx.check_dir(write=False)
     if ctx.log is None:  # a shared --log is on its server
+        from ..app import require_store
         require_store(ctx.data_dir)
     with EventLog.open(ctx.log_dir) as log:
         result = log.verify()
@@ -156,6 +158,7 @@ def audit_history(ctx: Context, item_id: str) -> None:
 def audit_log(ctx: Context, since: str | None, until: str | None, stream: str | None,
               type_: str | None, actor: str | None, limit: int) -> None:
     """Filter the raw log (headers only: no content)."""
+    from ..app.audit.reads import filter_log
     with ctx.reading() as mem:
         rows = list(filter_log(mem.store, since, until, stream, type_, actor, limit))
     ctx.emit(rows, lambda: "\n".join(
@@ -164,13 +167,19 @@ def audit_log(ctx: Context, since: str | None, until: str | None, stream: str | 
         for r in rows) or "no events")
 
 
+def _formats() -> tuple[str, ...]:
+    from ..app.audit.reports import FORMATS
+    return tuple(FORMATS)
+
+
 @audit.command("deletions")
 @click.option("--since")
 @click.option("--until")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default=None)
+@click.option("--format", "fmt", type=LazyChoice(_formats), default=None)
 @pass_context
 def audit_deletions(ctx: Context, since: str | None, until: str | None, fmt: str | None) -> None:
     """Every deletion request: what, by whom, why, when, and the purge's verification."""
+    from ..app.audit.reports import deletion_rows, render_deletions
     start = None if since is None else parse_time(since)
     end = None if until is None else parse_time(until)
     with ctx.reading() as mem:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import click
 import msgspec
@@ -37,14 +37,46 @@ from eventstore import (
 )
 from eventstore.factory import is_remote
 
-from ..app import PATTERNS, load_settings
-from ..app.audit.reports import escape_controls
-from ..app.store.validate import check_data_dir
-from ..memory import MemoryLog
 from .oserrors import storage_cause, translate_os_error
 
+if TYPE_CHECKING:  # the application is imported when a command runs, not for --help
+    from ..memory import MemoryLog
+
 __all__ = ["KINDS", "LEVEL", "MODE", "PATTERN", "ROLE", "SORT", "SOURCE", "STDIN_LIMIT", "Context",
-           "MemlogGroup", "pass_context", "stdin_value"]
+           "LazyChoice", "MemlogGroup", "escape_controls", "pass_context", "stdin_value"]
+
+
+class LazyChoice(click.Choice[str]):
+    """A :class:`click.Choice` whose choices come from the application: they are
+    loaded when first needed (a command's help, parsing, completion), so that
+    building the command tree imports none of it."""
+
+    def __init__(self, load: Callable[[], Sequence[str]]) -> None:
+        self._load = load
+        self._loaded: tuple[str, ...] | None = None
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The choices, loaded on first use."""
+        if self._loaded is None:
+            self._loaded = tuple(self._load())
+        return self._loaded
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        self._loaded = tuple(value)
+
+
+def _patterns() -> Sequence[str]:
+    from ..app import PATTERNS
+    return tuple(PATTERNS)
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    """The application's escaping of control characters (imported on first use)."""
+    from ..app.audit.reports import escape_controls as escape
+    return escape(text, keep=keep)
 
 KINDS = click.Choice(ENTRY_KINDS)
 ROLE = click.Choice(ROLES)
@@ -52,7 +84,7 @@ LEVEL = click.Choice(LEVELS)
 SORT = click.Choice(SORTS)
 SOURCE = click.Choice(SEARCH_SOURCES)
 MODE = click.Choice(SEARCH_MODES)
-PATTERN = click.Choice(tuple(PATTERNS))
+PATTERN = LazyChoice(_patterns)
 
 _json = msgspec.json.Encoder()
 
@@ -78,6 +110,8 @@ class Context:
     def memory(self, *, create: bool = True, **overrides: Any) -> Iterator[MemoryLog]:
         """Open the store for one command; a read passes ``create=False``, so a
         directory without a store is an error (``E_NO_STORE``) and nothing is created."""
+        from ..app import load_settings
+        from ..memory import MemoryLog
         with MemoryLog.open(self.data_dir, load_settings(self.data_dir, overrides),
                             create=create and not self.read_only, read_only=self.read_only,
                             log=self.log) as mem:
@@ -87,6 +121,7 @@ class Context:
     def check_dir(self, *, write: bool) -> None:
         """Refuse a ``--dir`` that is not a directory (and, for a write, one
         that cannot be written) before anything is opened."""
+        from ..app.store.validate import check_data_dir
         check_data_dir(self.data_dir, write)
 
     def reading(self) -> contextlib.AbstractContextManager[MemoryLog]:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
 from eventstore import InvalidInputError
 
-from ..app import load_settings
-from ..memory import MemoryLog
 from .base import Context, pass_context
+
+if TYPE_CHECKING:
+    from ..memory import MemoryLog
 
 __all__ = ["demo"]
 
@@ -29,6 +30,8 @@ def demo(ctx: Context, into: str | None) -> None:
         raise InvalidInputError(f"{target} is not empty; the demo needs a fresh directory")
     say = (lambda *_: None) if ctx.json else click.echo
     say(f"memlog demo: a fresh store in {target}\n")
+    from ..app import load_settings
+    from ..memory import MemoryLog
     with MemoryLog.open(target, load_settings(target)) as mem:
         ids = _record(mem, say)
         hits = mem.search("database connection pool", limit=3)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.decorators import FC
 
 from eventstore import PurgeUnverifiedError
 
-from ..memory import MemoryLog
 from .base import LEVEL, ROLE, Context, pass_context, stdin_value
+
+if TYPE_CHECKING:
+    from ..memory import MemoryLog
 
 __all__ = ["add", "forget", "remember", "task"]
 

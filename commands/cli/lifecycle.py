@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from ..app.upkeep.compaction import CompactionReport
 from .base import Context, pass_context
+
+if TYPE_CHECKING:
+    from ..app.upkeep.compaction import CompactionReport
 
 __all__ = ["compact", "summarise"]
 

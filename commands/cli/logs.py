@@ -11,20 +11,27 @@ import os
 import sys
 from typing import Any
 
-import msgspec
-import structlog
+from eventstore.logs import configure_on_first_log
 
 __all__ = ["configure_logging"]
 
-_json = msgspec.json.Encoder(enc_hook=repr)
-
-
 def configure_logging(verbose: bool = False) -> None:
-    """Configure structlog once, for the CLI process."""
+    """Configure structlog for the CLI process, when the first event at the
+    level in force is logged (:mod:`eventstore.logs`): structlog, and with it
+    asyncio, is imported only by a command that logs."""
     level = logging.DEBUG if verbose else _level_from_env()
+    configure_on_first_log(lambda: _configure(level), level)
+
+
+def _configure(level: int) -> None:
+    """structlog's configuration: JSON lines or key=value lines on stderr."""
+    import msgspec
+    import structlog
+
+    json = msgspec.json.Encoder(enc_hook=repr)
     renderer: Any
     if os.environ.get("MEMLOG_LOG", "").lower() == "json":
-        renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _json.encode(obj))
+        renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: json.encode(obj))
         factory: Any = structlog.BytesLoggerFactory(sys.stderr.buffer)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)

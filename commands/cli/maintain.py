@@ -9,14 +9,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
-from ..app.upkeep.loop import Maintainer, Run, parse_interval, run_every
-from ..app.upkeep.maintain import Due, MaintainReport
 from .base import Context, pass_context
+
+if TYPE_CHECKING:
+    from ..app.upkeep.loop import Maintainer, Run
+    from ..app.upkeep.maintain import Due, MaintainReport
 
 __all__ = ["maintain"]
 
@@ -81,6 +83,7 @@ def maintain(ctx: Context, dry_run: bool, every: str | None, as_json: bool) -> N
     With --every, run it on a schedule until stopped (exit 0)."""
     ctx.json = ctx.json or as_json
     if every is not None:
+        from ..app.upkeep.loop import parse_interval
         _every(ctx, parse_interval(every), dry_run)
         return
     bars = _Bars()
@@ -98,6 +101,7 @@ def maintain(ctx: Context, dry_run: bool, every: str | None, as_json: bool) -> N
 def _every(ctx: Context, seconds: float, dry_run: bool) -> None:
     """The schedule in a worker thread; this (main) thread waits for it and turns
     the first SIGTERM or SIGINT into a stop after the current run."""
+    from ..app.upkeep.loop import run_every
     stop, raised = threading.Event(), []
 
     def opener() -> AbstractContextManager[Maintainer]:

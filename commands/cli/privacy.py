@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
-from eventstore import InvalidInputError, PurgeUnverifiedError
+from eventstore import AbortedError, InvalidInputError, PurgeUnverifiedError
 
-from ..app import DeletionReport
 from .base import KINDS, PATTERN, Context, pass_context
+
+if TYPE_CHECKING:
+    from ..app import DeletionReport
 
 __all__ = ["delete", "purge", "redact", "retention"]
 
@@ -37,7 +39,7 @@ def _confirm(yes: bool, question: str) -> None:
     if not sys.stdin.isatty():
         raise InvalidInputError("refusing to delete without --yes when stdin is not a terminal")
     if not click.confirm(question, default=False, err=True):
-        raise InvalidInputError("deletion cancelled; nothing was written")
+        raise AbortedError("deletion cancelled; nothing was written")
 
 
 @click.command()

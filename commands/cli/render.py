@@ -10,14 +10,15 @@ newlines and tabs (:func:`block`). JSON output is exact.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
-from ..app.audit.reports import escape_controls
-from ..app.recording.records import MemoryPage
-from ..app.results import shown_details
+from .base import escape_controls
+
+if TYPE_CHECKING:
+    from ..app import EntryResult, MemoryResult, SearchResult, SessionResult, TranscriptPage
+    from ..app.recording.records import MemoryPage
 
 __all__ = ["block", "entry_text", "field", "hits_text", "memories_text", "memory_page_text", "plain",
            "session_text"]
@@ -45,6 +46,8 @@ def block(text: str, indent: str = "") -> str:
 
 def entry_text(item: EntryResult | MemoryResult) -> str:
     """An entry or memory, one field a line (content as an indented block)."""
+    from ..app import MemoryResult
+    from ..app.results import shown_details
     if isinstance(item, MemoryResult):
         return (f"memory {field(item.id)} ({item.state})\n  user: {field(item.user_id)}\n"
                 f"  key: {field(item.key)}\n  content: {block(item.content or '', '    ')}\n"

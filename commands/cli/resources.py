@@ -4,18 +4,20 @@ trim, replace, expire and delete (see docs/lifecycle.md (Memory resources))."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from eventstore import ROLES, InvalidInputError, shown
 
-from ..app.upkeep.resources import ResourceHandle
-from ..memory import MemoryLog
 from .base import Context, pass_context, stdin_value
 from .privacy import _confirm as confirm
 from .privacy import _report as print_report
 from .render import block, field, plain
+
+if TYPE_CHECKING:
+    from ..app.upkeep.resources import ResourceHandle
+    from ..memory import MemoryLog
 
 __all__ = ["resource"]
 

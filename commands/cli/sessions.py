@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from eventstore import InvalidInputError
 
-from ..memory import MemoryLog
 from .base import Context, pass_context
 from .render import field, plain, session_text, transcript_text
+
+if TYPE_CHECKING:
+    from ..memory import MemoryLog
 
 __all__ = ["session"]
 

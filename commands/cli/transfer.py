@@ -15,30 +15,28 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from eventstore import InvalidInputError
 
-from ..app import holds_store, load_settings
-from ..memory import MemoryLog
-from ..transfer import (
-    FORMATS,
-    ImportReport,
-    after_import,
-    export_jsonl,
-    export_markdown,
-    ingest,
-    read_source,
-    refuse_unreadable,
-)
-from .base import Context, pass_context
+from .base import Context, LazyChoice, pass_context
+
+if TYPE_CHECKING:
+    from ..memory import MemoryLog
+    from ..transfer import ImportReport
 
 __all__ = ["export", "import_"]
 
 
+def _formats() -> tuple[str, ...]:
+    from ..transfer import FORMATS
+    return tuple(FORMATS)
+
+
 @click.command("import")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(tuple(FORMATS)))
+@click.argument("fmt", metavar="FORMAT", type=LazyChoice(_formats))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Validate and count; write nothing.")
 @click.option("--skip-bad", is_flag=True, help="Write the good records; report the bad ones.")
@@ -48,6 +46,7 @@ def import_(ctx: Context, fmt: str, path: Path, dry_run: bool, skip_bad: bool) -
 
     Ids derive from the source's, so a second import adds nothing. Nothing is
     written when a record is bad, unless --skip-bad."""
+    from ..transfer import after_import, ingest, read_source, refuse_unreadable
     recs = read_source(fmt, path)
     refuse_unreadable(recs, skip_bad)  # before a store is opened (or created)
     with _store(ctx, dry_run) as mem, _bar(ctx, len(recs)) as progress:
@@ -61,6 +60,8 @@ def import_(ctx: Context, fmt: str, path: Path, dry_run: bool, skip_bad: bool) -
 def _store(ctx: Context, dry_run: bool) -> Iterator[MemoryLog]:
     """The store to import into; a dry run on a directory without a store
     decides in a scratch store (the same settings) and leaves none behind."""
+    from ..app import holds_store, load_settings
+    from ..memory import MemoryLog
     if not dry_run or holds_store(ctx.data_dir):
         with ctx.memory(create=not dry_run) as mem:
             yield mem
@@ -110,6 +111,7 @@ def export(ctx: Context, fmt: str, user_id: str | None, session_id: str | None, 
     if output is not None and output.resolve().is_relative_to(ctx.data_dir.resolve()):
         raise InvalidInputError("--output lies inside the data directory, where a deletion could not "
                                 "erase it; write the export elsewhere")
+    from ..transfer import export_jsonl, export_markdown
     with ctx.reading() as mem:
         point = None if as_of is None else mem.log.resolve_point(as_of)
         write = export_jsonl if fmt == "jsonl" else export_markdown

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..app.upkeep.checkpoints import Recovery
 from .base import Context, pass_context
 from .render import block, field, plain
+
+if TYPE_CHECKING:
+    from ..app.upkeep.checkpoints import Recovery
 
 __all__ = ["checkpoint", "recover"]
 

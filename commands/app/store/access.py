@@ -15,16 +15,25 @@ process dies is lost, which costs nothing but a little decay boost.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
-
-import structlog
+from typing import Any
 
 from eventstore import EntriesAccessed, EventLog, now_micros
+from eventstore.logs import logger
 
 __all__ = ["AccessRecorder"]
 
-_log = structlog.get_logger("memlog.access")
+
+
+def _warning(event: str, **ids: Any) -> None:
+    """Log at warning level when logging is configured (:mod:`eventstore.logs`)."""
+    found = logger("memlog.access", logging.WARNING)
+    if found is not None:
+        found.warning(event, **ids)
+
+
 _STREAM = "access"
 _MAX_IDS = 4096  # ids per event; a larger batch is split
 
@@ -92,7 +101,7 @@ class AccessRecorder:
         try:
             self.flush()
         except Exception as exc:  # feedback only: a close does not fail for it
-            _log.warning("access flush failed at close", error=type(exc).__name__, lost=self.pending)
+            _warning("access flush failed at close", error=type(exc).__name__, lost=self.pending)
 
     def _run(self) -> None:
         while not self._closed:
@@ -102,4 +111,4 @@ class AccessRecorder:
             try:
                 self.flush()
             except Exception as exc:  # the next flush or the close tries again
-                _log.warning("access flush failed", error=type(exc).__name__, pending=self.pending)
+                _warning("access flush failed", error=type(exc).__name__, pending=self.pending)
