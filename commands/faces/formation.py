@@ -1,5 +1,5 @@
 """The facade's part for memory that forms itself:
-rule-based extraction (seed 002), dedup of lessons (seed 004) (issue 18).
+rule-based extraction (seed 002), dedup of lessons (seed 004).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The facade's part for checkpoints and recovery (seed 002),
-retention by count, ephemeral and idle sessions (seeds 000, 004) (issue 18).
+retention by count, ephemeral and idle sessions (seeds 000, 004).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 - :class:`Embedder`: the protocol a model implements (bring your own: pass it
   to :class:`~projections.Projections` as ``embedder=``);
 - :func:`default_embedder`: the static model shipped in the package
-  (distilled from all-MiniLM-L6-v2 by ``tools/make_static_model.py``), or None
+  (distilled from all-MiniLM-L6-v2 by ``tools/ops/make_static_model.py``), or None
   when numpy is not installed (``pip install memlog[semantic]``);
 - :class:`VectorIndex`: the vector projection, rebuilt from the log like the
   others, searched by brute-force cosine as of any seq.

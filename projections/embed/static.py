@@ -1,6 +1,6 @@
 """The shipped static embedding model: a vector per WordPiece token, averaged.
 
-The model file (made by ``tools/make_static_model.py``, see its doc for how) is::
+The model file (made by ``tools/ops/make_static_model.py``, see its doc for how) is::
 
     b"MEMLOGSE" | u32 header length | header (JSON) | zero padding to 64 | float16 matrix
 

@@ -41,7 +41,7 @@ _SCAN_PER_RSEQ = 4  # a shard of at most this many documents per rseq is listed,
 
 
 class Fusion(msgspec.Struct):
-    """Reciprocal rank fusion's constants (measured with tools/bench_recall.py)."""
+    """Reciprocal rank fusion's constants (measured with tools/bench/bench_recall.py)."""
 
     k: float = 10.0
     text: float = 1.0

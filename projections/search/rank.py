@@ -53,7 +53,7 @@ _NO_ACCESS = AccessView()
 
 class Tuning(msgspec.Struct):
     """The ranking's levers, each kept only as far as the recall benchmark
-    (``tools/bench_recall.py``) shows it earns its place."""
+    (``tools/bench/bench_recall.py``) shows it earns its place."""
 
     depth: int = 40          # candidates read and rescored: max(depth, depth_per_limit * limit)
     depth_per_limit: float = 1.0

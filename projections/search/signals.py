@@ -1,5 +1,5 @@
 """Two ranking signals beyond a candidate's own words (measured with
-``tools/bench_recall.py``; see ``docs/search.md``):
+``tools/bench/bench_recall.py``; see ``docs/search.md``):
 
 - **session**: a conversation's answer sits among turns about the same thing,
   so an entry gains a share of how strongly its session matches the query
