@@ -178,7 +178,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
                       tags: Iterable[str] = (), metadata: dict[str, str] | None = None,
                       channel: str | None = None, session_id: str | None = None,
                       ephemeral: bool = False) -> str:
-        """Start a session; returns its id. ``ephemeral``: pruned by age and count (issue 18)."""
+        """Start a session; returns its id. ``ephemeral``: pruned by age and count."""
         return sessions.start_session(self.store, user_id, agent_ids, tags, metadata, channel, session_id,
                                       ephemeral=ephemeral)
 
@@ -493,7 +493,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         """How many purges wait for ``memlog purge`` and how many run elsewhere."""
         return purging.pending_purges(self.store)
 
-    # -- compaction and summaries (issue 17) -------------------------------
+    # -- compaction and summaries -------------------------------
 
     def compact(self, session_id: str | None = None, *, dry_run: bool = False) -> list[CompactionReport]:
         """Compact one session now, or every session at or over 90% of its size
@@ -509,7 +509,7 @@ class MemoryLog(FormationFace, UpkeepFace, MaintainFace, AgentsFace):
         """(session id, bytes) of the sessions at or over their size limit."""
         return compaction.sessions_over(self.store, self.settings.session_limit_bytes)
 
-    # -- memory resources (issue 17) --
+    # -- memory resources --
 
     def declare_resource(self, spec: ResourceSpec | Mapping[str, Any]) -> ResourceSpec:
         """Declare a token-managed memory resource (``resource.declared``; see

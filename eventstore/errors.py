@@ -349,7 +349,7 @@ class RetiredError(StorageError):
     code = E_STORE_REPLACED
 
 
-# -- the NATS JetStream log (issue 20; helper N1's block) -------------------------
+# -- the NATS JetStream log -------------------------
 
 
 class NatsUnavailableError(StorageError):

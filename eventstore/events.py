@@ -161,7 +161,7 @@ class SessionStarted(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     tags: tuple[Label, ...] = ()
     metadata: dict[str, str] = {}
     channel: Label | None = None
-    # -- upkeep (issue 18): pruned by age and count (seed 004's hook sessions)
+    # -- upkeep: pruned by age and count (seed 004's hook sessions)
     ephemeral: bool = False
 
 
@@ -192,7 +192,7 @@ class SessionRestored(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
     """An archived session was restored."""
 
     session_id: Id
-    # -- upkeep (issue 18): why, e.g. an automatic restore on a write or a read
+    # -- upkeep: why, e.g. an automatic restore on a write or a read
     reason: str | None = None
 
 
@@ -351,13 +351,13 @@ class RetentionApplied(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     as_of: Micros
     policy: dict[str, Days]
     request_id: Id | None = None
-    # -- upkeep (issue 18): retention by count: the most of each kind kept per
+    # -- upkeep: retention by count: the most of each kind kept per
     # scope, and the scope (``<user>/<agent>``, ids; empty parts when none)
     max_counts: dict[str, Count] = {}
     scope: str | None = None
 
 
-# -- compaction and summaries (issue 17) --
+# -- compaction and summaries --
 
 class SessionSummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="session.summarised"):
     """A session's oldest messages were summarised; the summary stands for them in the context."""
@@ -379,9 +379,9 @@ class SummaryResummarised(msgspec.Struct, frozen=True, gc=False, tag_field="type
     source_entry_ids: tuple[Id, ...]
     session_id: Id | None = None
     request_id: Id | None = None
-# -- memory resources (issue 17): in :mod:`eventstore.resource_events` --
+# -- memory resources: in :mod:`eventstore.resource_events` --
 
-# -- formation (issue 18) --
+# -- formation --
 # Ids, counts and figures only, never content.
 
 class EntryReinforced(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="entry.reinforced"):
@@ -407,7 +407,7 @@ class SessionExtracted(msgspec.Struct, frozen=True, gc=False, tag_field="type", 
     messages: Count = 0  # how many messages this run read
     entry_ids: tuple[Id, ...] = ()
     trigger: Label | None = None  # close, extract, maintain
-# -- upkeep (issue 18) --
+# -- upkeep --
 
 class CheckpointMarked(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="checkpoint.marked"):
     """A point of a session to recover from (seed 002): ids and labels; recovery reads the log as of it."""
@@ -440,20 +440,20 @@ Event: TypeAlias = (
     | SessionCompacted
     | RetentionApplied
     | SessionClosed
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
     | SessionSummarised
     | SummaryResummarised
-    # -- memory resources (issue 17) --
+    # -- memory resources --
     | ResourceDeclared
     | ResourceAppended
     | ResourceFlushed
     | ResourceEvicted
     | ResourceTrimmed
     | ResourceReplaced
-    # -- formation (issue 18) --
+    # -- formation --
     | EntryReinforced
     | SessionExtracted
-    # -- upkeep (issue 18) --
+    # -- upkeep --
     | CheckpointMarked
 )
 

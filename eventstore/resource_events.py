@@ -1,4 +1,4 @@
-"""The events of memory resources (seed 003; issue 17), part of the catalogue of
+"""The events of memory resources (seed 003), part of the catalogue of
 :mod:`eventstore.events` (which re-exports them and lists them in ``Event``).
 
 A resource's items are ``entry.recorded`` events (content, erasable as any

@@ -49,7 +49,7 @@ from .search import (
 )
 from .search.terms import content_terms
 from .views import VIEW_DBS, ViewReader, ViewStore
-from .views.formation import lesson_words  # -- formation (issue 18) --
+from .views.formation import lesson_words  # -- formation --
 
 __all__ = [
     "AGENT_UNKNOWN",

@@ -41,7 +41,7 @@ __all__ = ["LAYOUT", "ProjectionDir"]
 #    fitted to the store (``shards`` None) any N is opened as it is, and a
 #    replay or ``memlog maintain`` refits it (:meth:`projections.Projections.refit_due`).
 # 7: the views' ``formation`` (lessons by scope, extraction backlog) and ``upkeep`` (lessons by
-#    scope and age, checkpoints, ephemeral sessions) databases (issue 18).
+#    scope and age, checkpoints, ephemeral sessions) databases.
 # 8: search content indexed with term frequencies, not positions (nothing asks for a phrase:
 #    a shard indexes about 20 % faster and is a third smaller, which a purge's rebuild pays);
 #    the vector rows in seq-range partitions (``vectors/part-NNNNNN``, :mod:`projections.embed.parts`).

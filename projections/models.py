@@ -145,7 +145,7 @@ class SessionView(msgspec.Struct, frozen=True, gc=False):
     started_seq: int
     changed_seq: int
     closed_at: int | None = None  # recorded_at of its session.closed
-    # -- upkeep (issue 18) --
+    # -- upkeep --
     ephemeral: bool = False  # started ephemeral: pruned by age and count
     restored_at: int = 0  # recorded_at of its last session.restored (idle counts from it too)
 
@@ -227,7 +227,7 @@ class DeletionRecord(msgspec.Struct, frozen=True, gc=False):
     files_rewritten: tuple[str, ...] = ()
 
 
-# -- memory resources (issue 17) --
+# -- memory resources --
 
 class ResourceItem(msgspec.Struct, frozen=True, gc=False):
     """One item of a resource: the entry that holds it, its block, the seq it joined at."""
@@ -260,7 +260,7 @@ class ResourceActivity(msgspec.Struct, frozen=True, gc=False):
     last_eviction_at: int | None = None
 
 
-# -- formation (issue 18) --
+# -- formation --
 
 class Reinforcement(msgspec.Struct, frozen=True, gc=False):
     """How often a lesson was reinforced by a near copy (``entry.reinforced``),
@@ -270,7 +270,7 @@ class Reinforcement(msgspec.Struct, frozen=True, gc=False):
     last_at: int = 0
     last_similarity: float = 0.0
     last_by: str | None = None
-# -- upkeep (issue 18) --
+# -- upkeep --
 
 class CheckpointView(msgspec.Struct, frozen=True, gc=False):
     """A checkpoint as the views index it (``checkpoint.marked``: ids and labels)."""

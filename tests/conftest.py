@@ -36,7 +36,7 @@ def scan_dir(root: Path, needles: list[bytes]) -> dict[bytes, list[str]]:
 
     LMDB lock files are skipped: they hold reader slots and mutexes, never
     content, and closing any descriptor of one drops this process's LMDB lock
-    on it (docs/reliability.md, "A known crash, explained")."""
+    on it (docs/reliability.md, "Nothing opens an LMDB lock file")."""
     found: dict[bytes, list[str]] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not is_lmdb_lock_file(p)):
         data = path.read_bytes()

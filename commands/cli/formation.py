@@ -1,4 +1,4 @@
-"""CLI command of memory that forms itself (issue 18): ``memlog extract``."""
+"""CLI command of memory that forms itself: ``memlog extract``."""
 
 from __future__ import annotations
 

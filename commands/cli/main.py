@@ -58,11 +58,11 @@ for _command in (
     privacy.delete, privacy.redact, privacy.retention, privacy.purge,
     admin.replay, admin.decay, admin.config, audit.audit, health.health, health.metrics, demo,
     integrate.mcp, transfer.import_, transfer.export,
-    lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries (issue 17) --
-    resources.resource,  # memory resources (issue 17)
-    maintain.maintain,  # -- maintain (issue 18) --
-    formation.extract,  # -- formation (issue 18) --
-    upkeep.checkpoint, upkeep.recover,  # -- upkeep (issue 18) --
+    lifecycle.compact, lifecycle.summarise,  # -- compaction and summaries --
+    resources.resource,  # memory resources
+    maintain.maintain,  # -- maintain --
+    formation.extract,  # -- formation --
+    upkeep.checkpoint, upkeep.recover,  # -- upkeep --
     agents.agents, agents.finding,
     entries.edit,
 ):

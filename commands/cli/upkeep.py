@@ -1,4 +1,4 @@
-"""CLI commands of checkpoints (seed 002): ``memlog checkpoint`` and ``memlog recover`` (issue 18)."""
+"""CLI commands of checkpoints (seed 002): ``memlog checkpoint`` and ``memlog recover``."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 LMDB lets one write transaction run at a time, and with sync on each commit
 waits for the disk (two ``fdatasync``). Threads that append one event each
 would queue on LMDB's writer lock and pay one commit each. Here the first
-thread to arrive appends alone, as before; the threads that arrive while it
+thread to arrive appends alone; the threads that arrive while it
 writes queue their requests, and when it is done the first of them leads:
 it writes every queued request in one transaction (each request in a nested
 transaction, so that a request refused on its own, by a version or an event
@@ -19,7 +19,7 @@ it leads: the threads that are back queue meanwhile and share its commit
 (4 threads: groups of 1 and 3 in turn became groups of mostly 3 and 4). A
 leader that finds itself alone clears the mark, so a process that appends
 from one thread pays one lock round trip and never waits. Figures:
-``tools/bench/bench_log.py --threads N`` (d), and docs/architecture.md.
+``tools/bench/bench_log.py --threads N`` (d), and docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -62,9 +62,9 @@ from ..models import (
     StoredEntry,
     TombstoneInfo,
 )
-from . import formation as f  # -- formation (issue 18) --
+from . import formation as f  # -- formation --
 from . import reducers as r
-from . import upkeep as u  # -- upkeep (issue 18) --
+from . import upkeep as u  # -- upkeep --
 from .batch import EntryRun
 from .keyed import Keyed
 from .keys import (
@@ -84,7 +84,7 @@ from .keys import (
     version_key,
     when_key,
 )
-from .resources import apply_resource  # -- memory resources (issue 17) --
+from .resources import apply_resource  # -- memory resources --
 
 __all__ = ["ViewWriter"]
 
@@ -202,7 +202,7 @@ class ViewWriter:
             case SessionStarted():
                 self.put(b"sessions", version_key(event.session_id, rec.seq),
                          r.session_started(rec, event))
-                u.session_started(self.txn, self.dbs, event)  # -- upkeep (issue 18) --
+                u.session_started(self.txn, self.dbs, event)  # -- upkeep --
             case SessionUpdated():
                 self._session_update(event.session_id, lambda s: r.session_updated(s, rec, event))
             case SessionArchived() | SessionRestored():
@@ -231,26 +231,26 @@ class ViewWriter:
                 self._apply_lifecycle(rec, event)
 
     def _apply_lifecycle(self, rec: RecordedEvent, event: Event | None) -> None:
-        """The life-cycle events: compaction, summaries, resources (issue 17),
-        formation and upkeep (issue 18); any other event only counts."""
+        """The life-cycle events: compaction, summaries, resources,
+        formation and upkeep; any other event only counts."""
         match event:
             case SessionCompacted():
                 self._compacted(rec, event)
-            # -- compaction and summaries (issue 17) --
+            # -- compaction and summaries --
             case SessionSummarised():
                 self._summarised(rec, event)
             case SummaryResummarised():
                 self._resummarised(rec, event)
-            # -- memory resources (issue 17) --
+            # -- memory resources --
             case (ResourceDeclared() | ResourceAppended() | ResourceFlushed() | ResourceEvicted()
                   | ResourceTrimmed() | ResourceReplaced()):
                 apply_resource(self.txn, self.dbs[b"resources"], rec, event)
-            # -- formation (issue 18) --
+            # -- formation --
             case EntryReinforced():
                 f.reinforced(self.txn, self.dbs, rec, event)
             case SessionExtracted():
                 f.session_extracted(self.txn, self.dbs, event)
-            # -- upkeep (issue 18) --
+            # -- upkeep --
             case CheckpointMarked():
                 u.checkpoint_marked(self.txn, self.dbs, rec, event)
             case _:
@@ -265,8 +265,8 @@ class ViewWriter:
         stored = r.entry_recorded(rec, event)
         self.put(b"entries", version_key(eid, rec.seq), stored)
         self._index(stored, event.derived_from)
-        f.entry_indexed(self.txn, self.dbs, stored, event)  # -- formation (issue 18) --
-        u.entry_indexed(self.txn, self.dbs, stored, event)  # -- upkeep (issue 18) --
+        f.entry_indexed(self.txn, self.dbs, stored, event)  # -- formation --
+        u.entry_indexed(self.txn, self.dbs, stored, event)  # -- upkeep --
         self._counted(stored, 1)
         if event.kind == "preference":
             self.keyed.joined(event, rec.seq)
@@ -368,8 +368,8 @@ class ViewWriter:
         self.put(b"entries", version_key(event.entry_id, rec.seq),
                  r.entry_redacted(rec, event, entry, rec.seq))
         self._index(first, entry.derived_from)
-        f.entry_indexed(self.txn, self.dbs, first, entry)  # -- formation (issue 18) --
-        u.entry_indexed(self.txn, self.dbs, first, entry)  # -- upkeep (issue 18) --
+        f.entry_indexed(self.txn, self.dbs, first, entry)  # -- formation --
+        u.entry_indexed(self.txn, self.dbs, first, entry)  # -- upkeep --
         self._counted(first, 1)
         if entry.kind == "preference":
             self.keyed.joined(entry, event.target_seq)
@@ -391,8 +391,8 @@ class ViewWriter:
         self.txn.delete(when_key(stored.occurred_at, stored.entry_id), db=self.dbs[b"by_time"])
         self.txn.delete(u64(stored.recorded_seq), db=self.dbs[b"by_seq"])
         self.txn.delete(hash_key(stored.entry_id), db=self.dbs[b"by_hash"])
-        f.entry_unindexed(self.txn, self.dbs, stored)  # -- formation (issue 18) --
-        u.entry_unindexed(self.txn, self.dbs, stored)  # -- upkeep (issue 18) --
+        f.entry_unindexed(self.txn, self.dbs, stored)  # -- formation --
+        u.entry_unindexed(self.txn, self.dbs, stored)  # -- upkeep --
 
     def _compacted(self, rec: RecordedEvent, event: SessionCompacted) -> None:
         for eid in event.removed_entry_ids:
@@ -404,7 +404,7 @@ class ViewWriter:
             # The indexes stay: as of an earlier seq the entry was live; readers
             # skip compacted versions now.
             self._uncount(prev)
-            f.entry_compacted(self.txn, self.dbs, prev)  # -- formation (issue 18) --
+            f.entry_compacted(self.txn, self.dbs, prev)  # -- formation --
 
     def _accessed(self, rec: RecordedEvent, event: EntriesAccessed) -> None:
         db = self.dbs[b"access"]
@@ -466,8 +466,8 @@ class ViewWriter:
             self.txn.delete(version_key(session_id, seq), db=db)
         self.session_stats.pop(session_id, None)
         self.txn.delete(session_id.encode(), db=self.dbs[b"session_stats"])
-        f.session_gone(self.txn, self.dbs, session_id)  # -- formation (issue 18) --
-        u.session_gone(self.txn, self.dbs, session_id)  # -- upkeep (issue 18) --
+        f.session_gone(self.txn, self.dbs, session_id)  # -- formation --
+        u.session_gone(self.txn, self.dbs, session_id)  # -- upkeep --
 
     def _ledger(self, request_id: str, fn: Any) -> DeletionRecord | None:
         raw = self.txn.get(request_id.encode(), db=self.dbs[b"deletions"])
@@ -477,7 +477,7 @@ class ViewWriter:
         self.put(b"deletions", request_id.encode(), new)
         return new
 
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
 
     def _summarised(self, rec: RecordedEvent, event: SessionSummarised) -> None:
         """Mark each summarised entry with the summary that stands for it (ids only,

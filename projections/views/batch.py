@@ -178,7 +178,7 @@ class EntryRun:
 
     def _fold_sessions(self, writer: Any, stored: list[StoredEntry]) -> None:
         """Add the run's entries to their sessions' statistics (``writer``'s) and
-        their messages to the extraction backlog (formation, issue 18)."""
+        their messages to the extraction backlog (formation)."""
         groups: dict[str, list[StoredEntry]] = {}
         for s in stored:
             if s.session_id:

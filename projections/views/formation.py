@@ -1,4 +1,4 @@
-"""Memory that forms itself in the views (issue 18): the indexes that keep
+"""Memory that forms itself in the views: the indexes that keep
 dedup of lessons and the extraction backlog cheap, and the reinforcement tally.
 
 One database, ``formation``, with these keys (ids and counts, no content):

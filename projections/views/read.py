@@ -44,9 +44,9 @@ from ..models import (
     SessionView,
     StoredEntry,
 )
-from . import upkeep as _upkeep  # -- upkeep (issue 18) --
+from . import upkeep as _upkeep  # -- upkeep --
 from .current import CurrentMemo
-from .formation import reinforcement_entity, scope_prefix  # -- formation (issue 18) --
+from .formation import reinforcement_entity, scope_prefix  # -- formation --
 from .keyed import memory_version
 from .keys import (
     SEP,
@@ -61,7 +61,7 @@ from .keys import (
     unpack_u64,
 )
 from .reducers import entry_view, stats_added
-from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources (issue 17) --
+from .resources import ACTIVITY, key_entity, spec_entity  # -- memory resources --
 from .versions import entry_versions
 
 __all__ = ["EventsAt", "ViewReader"]
@@ -384,7 +384,7 @@ class ViewReader:
         """The events the views could not apply (seq, type, error class), oldest first."""
         return [_skipped(bytes(v)) for _, v in self.txn.cursor(db=self.dbs[b"skipped"])]
 
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
 
     def summarised_by(self, entry_id: str) -> str | None:
         """The id of the summary that stands for the entry in the context (seed
@@ -398,7 +398,7 @@ class ViewReader:
         reading any content."""
         return self._session_stored(session_id, kinds, False)
 
-    # -- memory resources (issue 17) --
+    # -- memory resources --
 
     def resource_spec(self, resource_id: str) -> ResourceSpec | None:
         """The spec a resource was last declared with (at ``as_of``), or None."""
@@ -429,7 +429,7 @@ class ViewReader:
         raw = latest_version(self.txn, self.dbs[b"resources"], ACTIVITY, self.as_of)
         return ResourceActivity() if raw is None else _resource_activity(raw)
 
-    # -- upkeep (issue 18) --
+    # -- upkeep --
 
     def checkpoints(self, user_id: str, agent_id: str | None = None) -> Iterator[CheckpointView]:
         """A user's checkpoints (of one agent, if given) at ``as_of``, newest first."""
@@ -452,7 +452,7 @@ class ViewReader:
         """The ids of the ephemeral sessions (now)."""
         return _upkeep.ephemeral_ids(self.txn, self.dbs)
 
-    # -- maintain (issue 18) --
+    # -- maintain --
 
     def resource_keys(self) -> list[str]:
         """Every resource instance's key that has a version at ``as_of``, in key
@@ -472,7 +472,7 @@ class ViewReader:
         return out
 
 
-    # -- formation (issue 18) --
+    # -- formation --
 
     def scope_lessons(self, user_id: str | None, agent_id: str | None) -> list[tuple[str, int, int]]:
         """(entry id, word count, source seq) of every shown lesson of a scope

@@ -192,7 +192,7 @@ def session_started(rec: RecordedEvent, event: SessionStarted) -> SessionView:
         session_id=event.session_id, user_id=event.user_id, agent_ids=event.agent_ids,
         tags=event.tags, metadata=dict(event.metadata), channel=event.channel, archived=False,
         started_at=rec.recorded_at, started_seq=rec.seq, changed_seq=rec.seq,
-        ephemeral=event.ephemeral,  # -- upkeep (issue 18) --
+        ephemeral=event.ephemeral,  # -- upkeep --
     )
 
 
@@ -207,7 +207,7 @@ def session_updated(prev: SessionView, rec: RecordedEvent, event: SessionUpdated
 
 
 def session_with_archive(prev: SessionView, rec: RecordedEvent, archived: bool) -> SessionView:
-    """Archived or restored (-- upkeep (issue 18): a restore is the session's activity)."""
+    """Archived or restored (-- upkeep: a restore is the session's activity)."""
     if not archived:
         return replace(prev, archived=False, changed_seq=rec.seq, restored_at=rec.recorded_at)
     return replace(prev, archived=archived, changed_seq=rec.seq)

@@ -1,4 +1,4 @@
-"""Memory resources in the views (issue 17): pure reducers of the ``resource.*``
+"""Memory resources in the views: pure reducers of the ``resource.*``
 events and their application to the ``resources`` database.
 
 A resource instance (one key) is one temporal entity, ``key:<key>``, holding

@@ -1,4 +1,4 @@
-"""What the views' ``formation`` and ``upkeep`` databases share (issue 18): a
+"""What the views' ``formation`` and ``upkeep`` databases share: a
 lesson's scope as a key, and counters kept as 8-byte integers.
 
 A lesson's scope is ``(user, agent)``: the entry's own user, else its

@@ -56,13 +56,13 @@ VIEW_DBS = (
     b"entries", b"sessions", b"memories", b"access", b"params", b"session_stats",
     b"by_session", b"by_time", b"derived", b"memory_ids", b"deletions", b"stats", b"meta",
     b"deleted", b"by_seq", b"archived", b"by_hash", b"skipped",
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
     b"summarised",
-    # -- memory resources (issue 17) --
+    # -- memory resources --
     b"resources",
-    # -- formation (issue 18) --
+    # -- formation --
     b"formation",
-    # -- upkeep (issue 18) --
+    # -- upkeep --
     b"upkeep",
     b"keyed",  # a user's current preference of each key (projections.views.keyed)
 )

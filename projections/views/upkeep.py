@@ -1,4 +1,4 @@
-"""Upkeep in the views (issue 18): the indexes that keep checkpoints, retention
+"""Upkeep in the views: the indexes that keep checkpoints, retention
 by count and ephemeral sessions cheap to find.
 
 One database, ``upkeep``, with these keys (ids, labels, times and counts; no content):

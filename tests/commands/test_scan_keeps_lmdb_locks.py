@@ -1,7 +1,7 @@
 """Nothing opens an LMDB lock file: closing any descriptor of ``lock.mdb`` drops
 the POSIX lock LMDB holds on it, and the next process to open the environment
 then takes it exclusive and re-initialises the lock file under this process's
-transactions (the rare segfault of docs/reliability.md).
+transactions (docs/reliability.md, "Nothing opens an LMDB lock file").
 
 The probe does what ``lmdb.open`` does to decide it is alone: another process
 tries to take byte 0 of the lock file exclusive."""
