@@ -189,7 +189,7 @@ def test_a_query_of_words_in_no_entry_finds_nothing(entries: list[str], queries:
         sid = mem.start_session(user_id="u")
         for text in entries:
             mem.add_message(sid, role="user", content=text)
-        mem.remember("u", "note", entries[0])
+        mem.remember("u", "memo", entries[0])  # a memory's key is searchable: first-half letters too
         for query in queries:
             for mode in MODES:
                 for source in ("entries", "both"):
