@@ -112,7 +112,11 @@ def collect_stats(index: SearchIndex, searchers: list[tuple[int, Any]], words: S
 
 def idf_of(docs: int, df: int) -> float:
     """Tantivy's idf of a word in ``df`` of ``docs`` documents (a word in none
-    gets the highest: that of a word in half a document)."""
+    gets the highest: that of a word in half a document). ``df`` is at most
+    ``docs``: Tantivy's document frequency still counts a document version an
+    update replaced until its segment merges, which would make the idf
+    negative (a word then earning less than nothing)."""
+    df = min(df, docs)
     return math.log(1 + (docs - df + 0.5) / (df + 0.5))
 
 

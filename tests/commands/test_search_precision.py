@@ -202,3 +202,18 @@ def test_the_property_sees_hits_when_words_do_occur(tmp_path: Path) -> None:
         sid = mem.start_session(user_id="u")
         mem.add_message(sid, role="user", content="blade cafe jam")
         assert all(_search(mem, "cafe", mode) for mode in (None, "text", "hybrid"))
+
+
+def test_an_updated_entry_keeps_the_words_of_the_others_searchable(tmp_path: Path) -> None:
+    """A task done replaces its document; until its segment merges, Tantivy's
+    document frequency counts the old version too, which must not make a
+    word's weight negative and so drop every hit of a partial match."""
+    with MemoryLog.open(tmp_path / "store") as mem:
+        sid = mem.start_session(user_id="alice")
+        mem.add_message(sid, role="user", content="cache")
+        mem.record_decision(sid, decision="use cache")
+        task = mem.add_task(sid, content="do cache")
+        mem.complete_task(task)
+        found = mem.search("cache latency", mode="text")
+        assert sorted(h.content for h in found) == ["cache", "do cache", "use cache"]
+        assert all(0 < h.score < 0.5 for h in found)  # one word of two, the rarer missing
