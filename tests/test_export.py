@@ -122,7 +122,7 @@ def test_filters_user_session_and_as_of(tmp_path: Path) -> None:
     one = run(tmp_path / "a", "export", "--session", "sess-bo").stdout
     rows = [json.loads(line) for line in one.splitlines()]
     assert {r["type"] for r in rows} == {"memlog.export", "session", "entry"}
-    # (besides the handoff its close wrote: issue 18)
+    # (besides the handoff its close wrote)
     entries = {r["id"] for r in rows if r["type"] == "entry" and "auto-handoff" not in r.get("tags", ())}
     assert entries == {ids["bo"], ids["tool"]}
     missing = run(tmp_path / "a", "export", "--session", "sess-nope")

@@ -1,4 +1,4 @@
-"""``memlog mcp`` over stdio, as an MCP client sees it (issue 16, Must show 1).
+"""``memlog mcp`` over stdio, as an MCP client sees it.
 
 The SDK's stdio client starts the server as a subprocess (``python -m
 commands mcp``). Alice's server lists its tools, remembers, records every

@@ -62,7 +62,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     (root / "empty").mkdir()
     (root / "badcfg").mkdir()
     (root / "badcfg" / "config.toml").write_text("max_content_bytes = [\n")
-    # -- upkeep (issue 18): without auto-restore, a write into the archived session is refused
+    # -- upkeep: without auto-restore, a write into the archived session is refused
     # (with it, the write would restore the session: see tests/commands/test_idle_sessions.py)
     (root / "cli").mkdir(mode=0o700)
     (root / "cli" / "config.toml").write_text("auto_restore = false\n")

@@ -1,4 +1,4 @@
-"""Checkpoints and recovery (seed 002, issue 18): recover reads the log as of
+"""Checkpoints and recovery (seed 002): recover reads the log as of
 the checkpoint, ignores an expired one, and a deleted session takes its
 checkpoints with it (byte scan)."""
 

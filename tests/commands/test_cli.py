@@ -54,7 +54,7 @@ def test_session_lifecycle(run: Run, sid: str) -> None:
     assert run("session", "list")[1] == []
     assert [s["id"] for s in run("session", "list", "--archived")[1]] == [sid]
     assert run("session", "restore", sid)[0] == 0
-    # -- upkeep (issue 18): a write into an archived session restores it (auto_restore)
+    # -- upkeep: a write into an archived session restores it (auto_restore)
     assert run("session", "archive", sid)[0] == 0
     code, _, err = run("add", "message", sid, "--role", "user", "--content", "late")
     assert code == 0, err

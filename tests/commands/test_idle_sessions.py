@@ -1,4 +1,4 @@
-"""Ephemeral and idle sessions (seeds 000 and 004, issue 18): ephemeral pruning
+"""Ephemeral and idle sessions (seeds 000 and 004): ephemeral pruning
 by age and by count through the privacy pipeline (byte scan), auto-archive
 after idle days, auto-restore on a write and on a read, not in read-only mode."""
 

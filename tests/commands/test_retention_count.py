@@ -1,4 +1,4 @@
-"""Retention by count (seed 004, issue 18): at most ``lesson_limit`` lessons
+"""Retention by count (seed 004): at most ``lesson_limit`` lessons
 per scope, the oldest deleted first through the privacy pipeline (byte scan)."""
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def _leaks(world: _World, text: str, user: str) -> list[str]:
 def test_scoped_search_and_context_never_cross_users(
         sessions: _Sessions, entries: _Entries, extras: _Extras, query: str, archived: bool) -> None:
     """Every user-scoped search and every context holds only the reader's and shared texts
-    (auto-restore off: a context of an archived session would restore it, issue 18)."""
+    (auto-restore off: a context of an archived session would restore it)."""
     with tempfile.TemporaryDirectory() as tmp, MemoryLog.open(Path(tmp) / "s", record_access=False,
                                                                   auto_restore=False) as mem:
         world = _build(mem, sessions, entries, extras)

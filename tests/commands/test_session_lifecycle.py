@@ -36,7 +36,7 @@ def test_a_closed_session_takes_no_entries_and_stays_readable(mem: MemoryLog) ->
     found = mem.session(sid)
     assert found.closed and found.closed_at is not None
     assert mem.show(mid).content == "the deploy runs on friday"
-    # (the close wrote the automatic handoff too: issue 18)
+    # (the close wrote the automatic handoff too)
     assert [h.id for h in mem.search("deploy", session_id=sid, kinds=["message"])] == [mid]
     # a closed session can still be archived, restored and updated
     mem.archive_session(sid)

@@ -75,14 +75,14 @@ _overrides: dict[str, dict[str, Any]] = {
                               policy=st.dictionaries(st.sampled_from(ENTRY_KINDS),
                                                      st.integers(0, 999))),
     "entries.accessed": dict(entry_ids=st.lists(ids, min_size=1).map(tuple), at=micros),
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
     "session.summarised": dict(session_id=ids, summary_entry_id=ids, policy=labels,
                                summarised_entry_ids=st.lists(ids).map(tuple),
                                tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
     "summary.resummarised": dict(summary_entry_id=ids, replaced_entry_id=ids,
                                  source_entry_ids=st.lists(ids).map(tuple), session_id=st.none() | ids,
                                  request_id=st.none() | ids),
-    # -- memory resources (issue 17) --
+    # -- memory resources --
     "resource.declared": dict(spec=st.builds(
         ResourceSpec, id=st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True), key=labels,
         token_limit=st.integers(1, 10**9), flush_threshold=units, flush_fraction=units,
@@ -100,12 +100,12 @@ _overrides: dict[str, dict[str, Any]] = {
     "resource.trimmed": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple),
                              tokens_before=st.integers(0, 2**62), tokens_after=st.integers(0, 2**62)),
     "resource.replaced": dict(resource_id=keys, key=ids, removed_entry_ids=st.lists(ids).map(tuple)),
-    # -- formation (issue 18) --
+    # -- formation --
     "entry.reinforced": dict(entry_id=ids, at=micros, by_entry_id=ids, similarity=units,
                              session_id=st.none() | ids),
     "session.extracted": dict(session_id=ids, upto_seq=st.integers(0, 2**62), messages=st.integers(0, 2**62),
                               entry_ids=st.lists(ids).map(tuple), trigger=st.none() | labels),
-    # -- upkeep (issue 18) --
+    # -- upkeep --
     "checkpoint.marked": dict(checkpoint_id=ids, session_id=ids, at=micros, user_id=st.none() | ids,
                               agent_id=st.none() | ids, model_id=st.none() | labels,
                               chat_id=st.none() | labels),

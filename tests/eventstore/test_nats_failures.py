@@ -1,4 +1,4 @@
-"""Failures on a 3-node R3 JetStream cluster (issue 20, "Must show 2"), with real
+"""Failures on a 3-node R3 JetStream cluster, with real
 server processes and real files:
 
 - kill -9 a node (the stream's leader) while 4 writer processes append, each

@@ -74,20 +74,20 @@ steps = st.lists(
         st.tuples(st.just("close"), st.integers(0, 2)),
         st.tuples(st.just("retag"), st.integers(0, 2), st.sampled_from(WORDS)),
         st.tuples(st.just("catch_up")),
-        # -- compaction and summaries (issue 17) --
+        # -- compaction and summaries --
         st.tuples(st.just("summarise"), st.integers(0, 2), st.integers(1, 3)),
         st.tuples(st.just("resummarise"), st.integers(0, 30)),
-        # -- memory resources (issue 17) --
+        # -- memory resources --
         st.tuples(st.just("res_append"), st.integers(0, 1), st.sampled_from(["sys", "chat"]),
                   st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
         st.tuples(st.just("res_remove"), st.integers(0, 1),
                   st.sampled_from(["evicted", "trimmed", "replaced"]), st.integers(1, 3)),
         st.tuples(st.just("res_flush"), st.integers(0, 1)),
         st.tuples(st.just("res_declare"), st.sampled_from(["chat", "notes"]), st.integers(50, 500)),
-        # -- formation (issue 18) --
+        # -- formation --
         st.tuples(st.just("reinforce"), st.integers(0, 30), st.floats(0.8, 1.0)),
         st.tuples(st.just("extracted"), st.integers(0, 2)),
-        # -- upkeep (issue 18) --
+        # -- upkeep --
         st.tuples(st.just("checkpoint"), st.integers(0, 2), st.sampled_from([None, "a0", "a1"]),
                   st.sampled_from([None, "chat_abc123"])),
         st.tuples(st.just("ephemeral"), st.booleans()),
@@ -226,7 +226,7 @@ class History:
     def _catch_up(self) -> None:
         self.proj.catch_up(search=True)
 
-    # -- compaction and summaries (issue 17) --
+    # -- compaction and summaries --
 
     def _summary(self, session: str, sources: tuple[str, ...]) -> EntryRecorded:
         self.n += 1
@@ -259,7 +259,7 @@ class History:
         seq = self.log.append(f"session:{old[3]}", [summary, again], actor="t").first_seq
         self.entries.append((summary.entry_id, seq, "summary", old[3]))
 
-    # -- memory resources (issue 17) --
+    # -- memory resources --
 
     def _res_items(self, key: int) -> list[str]:
         items: list[str] = self.__dict__.setdefault("resource_items", {}).setdefault(f"k{key}", [])
@@ -312,7 +312,7 @@ class History:
                             blocks=(ResourceBlock("sys", 0, 0.1), ResourceBlock("chat", 2, 0.7)))
         self.log.append("resources", [ResourceDeclared(spec)], actor="t")
 
-    # -- formation (issue 18) --
+    # -- formation --
 
     def _reinforce(self, i: int, similarity: float) -> None:
         if (target := self._live(i)) is None:
@@ -329,7 +329,7 @@ class History:
         self.log.append(f"session:{sid}", [SessionExtracted(
             session_id=sid, upto_seq=self.log.head().seq, messages=1, entry_ids=ids,
             trigger="maintain")], actor="t")
-    # -- upkeep (issue 18) --
+    # -- upkeep --
 
     def _checkpoint(self, session: int, agent: str | None, chat: str | None) -> None:
         self.n += 1

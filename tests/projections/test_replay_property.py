@@ -93,9 +93,9 @@ def visible(proj: Projections, as_of: int | None, ids: list[str], skip: set[str]
         saved = {mid: (m.state, m.superseded) for mid in memory_ids
                  if (m := views.memory_by_id(mid)) is not None and m.state != "forgotten"}
         stats = {sid: views.session_stats(sid).counts for sid in sessions if sid not in touched}
-        resources = {k: views.resource_state(k) for k in ("k0", "k1")}  # memory resources (issue 17)
+        resources = {k: views.resource_state(k) for k in ("k0", "k1")}  # memory resources
         specs = views.resource_specs()
-        checkpoints = list(views.checkpoints("alice"))  # -- upkeep (issue 18) --
+        checkpoints = list(views.checkpoints("alice"))  # -- upkeep --
     return {"entries": entries, "sessions": sessions, "memories": memories, "saved": saved, "stats": stats,
             "resources": resources, "specs": specs, "checkpoints": checkpoints}
 

@@ -1,4 +1,4 @@
-"""What the per-search savings of issue 19 must not change: an entries search
+"""What the per-search savings must not change: an entries search
 drops memory documents after the search (and asks a shard again when they
 crowd out the entries), and the search cache (payloads and views) never
 serves a text that a redaction or a deletion took away, in this process or

@@ -21,7 +21,7 @@ WHEN = "2026-01-10T09:00:00Z"
 
 
 def _store(path: Path) -> tuple[MemoryLog, list[str]]:
-    # text ranking: the scores under test; identical lessons on purpose, so no dedup (issue 18);
+    # text ranking: the scores under test; identical lessons on purpose, so no dedup;
     # 16 shards (a store this small gets one by default)
     mem = MemoryLog.open(path, embedder=None, lesson_dedup_threshold=0, search_shards=16)
     rng = random.Random(5)

@@ -1,4 +1,4 @@
-"""The search shard count fits the store (issue 19): one shard for a small
+"""The search shard count fits the store: one shard for a small
 store, more as the log grows, refitted by a replay so results, as-of searches
 and purges stay what they were; an older 16-shard directory still opens."""
 

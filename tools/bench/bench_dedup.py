@@ -1,4 +1,4 @@
-"""The cost of lesson dedup (seed 004, issue 18) per lesson write, with N live
+"""The cost of lesson dedup (seed 004) per lesson write, with N live
 lessons in the writer's scope.
 
 Two stores are filled alike (``--lessons`` lessons of 12 random words in one

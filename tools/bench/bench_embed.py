@@ -1,6 +1,6 @@
 """The embedding model alone on LoCoMo: recall@k, embedding speed, query latency.
 
-The metric is issue 15's: one document per turn (``Speaker: text``, plus
+The metric: one document per turn (``Speaker: text``, plus
 `` [shares CAPTION]`` when the turn has a ``blip_caption``), each question
 searched (brute-force cosine) within its own conversation, recall@k the share
 of the question's evidence dia_ids in the top k, questions without evidence

@@ -27,7 +27,7 @@ the summariser alone and a plain append; ``append_overhead_ratio``, a
 resource's append (its TTL, flush and eviction checks) against a plain
 ``add_message``, interleaved medians.
 
-Goals (issue 17): ``compact_10mb_s`` < 1 s; ``append_overhead_ratio`` <= 1.3.
+Goals: ``compact_10mb_s`` < 1 s; ``append_overhead_ratio`` <= 1.3.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Anchor, measured in the same run: ``raw_lmdb_sessions_s``, a raw LMDB pass over
 the views' session statistics (one read per session: the least any "is anything
 due?" over every session costs), and ``raw_open_s``, opening the store.
 
-Goal (issue 18): ``maintain_idle_s`` < 0.5 s.
+Goal: ``maintain_idle_s`` < 0.5 s.
 """
 
 from __future__ import annotations

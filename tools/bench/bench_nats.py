@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the NATS JetStream log (issue 20) next to raw nats-py and LMDB.
+"""Benchmark the NATS JetStream log next to raw nats-py and LMDB.
 
 Usage::
 

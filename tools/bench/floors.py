@@ -1,4 +1,4 @@
-"""Floors for issue 19's ratios: the least a replay or a batched append
+"""Floors for the benchmarks' ratios: the least a replay or a batched append
 could cost, measured in the same run as their raw anchors.
 
 - :func:`views_write_floor`: raw LMDB writing every record a views replay
